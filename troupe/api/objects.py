@@ -1,0 +1,301 @@
+"""Pydantic models of the Kubernetes objects troupe reads.
+
+Only the fields the scheduler uses are modelled; unknown fields are ignored, so a
+newer API server never breaks parsing. Objects are parsed from raw JSON
+(``Pod.model_validate_json``) by the informers in ``troupe.scheduler`` and by the
+embedded cluster; field names follow the Kubernetes JSON (camelCase aliases).
+
+Treat instances as immutable: an update from the API server is a new object.
+Resource quantities are kept as the strings the API server sent; ``troupe.api.quantity``
+turns them into integers.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, NewType
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+PodKey = NewType("PodKey", str)
+"""``namespace/name`` of a pod."""
+
+NodeName = NewType("NodeName", str)
+
+
+def _quantity_to_str(value: object) -> object:
+    # YAML and some clients send bare numbers (``cpu: 2``); the API keeps strings.
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+QuantityStr = Annotated[str, BeforeValidator(_quantity_to_str)]
+ResourceMap = dict[str, QuantityStr]
+
+
+class KubeModel(BaseModel):
+    """Base of every API model: camelCase JSON, unknown fields ignored."""
+
+    model_config = ConfigDict(
+        extra="ignore",
+        populate_by_name=True,
+        alias_generator=to_camel,
+        serialize_by_alias=True,
+    )
+
+
+class OwnerReference(KubeModel):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+
+
+class ObjectMeta(KubeModel):
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+
+
+# --- selectors -------------------------------------------------------------------
+
+LabelSelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
+NodeSelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+
+
+class LabelSelectorRequirement(KubeModel):
+    key: str
+    operator: LabelSelectorOperator
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelector(KubeModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelectorRequirement(KubeModel):
+    key: str
+    operator: NodeSelectorOperator
+    values: list[str] = Field(default_factory=list)
+
+
+class NodeSelectorTerm(KubeModel):
+    match_expressions: list[NodeSelectorRequirement] = Field(default_factory=list)
+    match_fields: list[NodeSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelector(KubeModel):
+    node_selector_terms: list[NodeSelectorTerm] = Field(default_factory=list)
+
+
+class PreferredSchedulingTerm(KubeModel):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(KubeModel):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = Field(
+        default_factory=list
+    )
+
+
+class PodAffinityTerm(KubeModel):
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = Field(default_factory=list)
+    namespace_selector: LabelSelector | None = None
+    topology_key: str = ""
+    match_label_keys: list[str] = Field(default_factory=list)
+    mismatch_label_keys: list[str] = Field(default_factory=list)
+
+
+class WeightedPodAffinityTerm(KubeModel):
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(KubeModel):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = Field(
+        default_factory=list
+    )
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = Field(
+        default_factory=list
+    )
+
+
+class Affinity(KubeModel):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+# --- taints ------------------------------------------------------------------------
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Taint(KubeModel):
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+
+class Toleration(KubeModel):
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    toleration_seconds: int | None = None
+
+
+# --- pods --------------------------------------------------------------------------
+
+
+class ResourceRequirements(KubeModel):
+    requests: ResourceMap = Field(default_factory=dict)
+    limits: ResourceMap = Field(default_factory=dict)
+
+
+class ContainerPort(KubeModel):
+    container_port: int = 0
+    host_port: int = 0
+    host_ip: str = Field(default="", alias="hostIP")
+    protocol: str = "TCP"
+
+
+class Container(KubeModel):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    ports: list[ContainerPort] = Field(default_factory=list)
+    # "Always" on an init container makes it a restartable sidecar (KEP-753).
+    restart_policy: str | None = None
+
+
+class TopologySpreadConstraint(KubeModel):
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: Literal["Honor", "Ignore"] | None = None
+    node_taints_policy: Literal["Honor", "Ignore"] | None = None
+    match_label_keys: list[str] = Field(default_factory=list)
+
+
+class PodSchedulingGate(KubeModel):
+    name: str
+
+
+class WorkloadReference(KubeModel):
+    """``spec.workloadRef`` (KEP-4671, Kubernetes 1.35 ``scheduling.k8s.io/v1alpha1``)."""
+
+    name: str = ""
+    pod_group: str = ""
+    pod_group_replica_key: str = ""
+
+
+class SchedulingGroup(KubeModel):
+    """``spec.schedulingGroup`` (KEP-5832, Kubernetes 1.36)."""
+
+    pod_group_name: str = ""
+
+
+class PodSpec(KubeModel):
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] = Field(default_factory=list)
+    overhead: ResourceMap = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = Field(default_factory=list)
+    scheduling_gates: list[PodSchedulingGate] = Field(default_factory=list)
+    topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
+    host_network: bool = False
+    workload_ref: WorkloadReference | None = None
+    scheduling_group: SchedulingGroup | None = None
+
+
+class PodCondition(KubeModel):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    last_probe_time: str | None = None
+
+
+class PodStatus(KubeModel):
+    phase: str = "Pending"
+    conditions: list[PodCondition] = Field(default_factory=list)
+    nominated_node_name: str = ""
+
+
+class Pod(KubeModel):
+    api_version: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    @property
+    def key(self) -> PodKey:
+        return PodKey(f"{self.metadata.namespace}/{self.metadata.name}")
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status.phase in ("Succeeded", "Failed")
+
+
+# --- nodes -------------------------------------------------------------------------
+
+
+class NodeSpec(KubeModel):
+    unschedulable: bool = False
+    taints: list[Taint] = Field(default_factory=list)
+
+
+class NodeStatus(KubeModel):
+    capacity: ResourceMap = Field(default_factory=dict)
+    allocatable: ResourceMap = Field(default_factory=dict)
+
+
+class Node(KubeModel):
+    api_version: str = "v1"
+    kind: str = "Node"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+    @property
+    def name(self) -> NodeName:
+        return NodeName(self.metadata.name)
+
+
+# --- priority classes ---------------------------------------------------------------
+
+
+class PriorityClass(KubeModel):
+    api_version: str = "scheduling.k8s.io/v1"
+    kind: str = "PriorityClass"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str | None = None
