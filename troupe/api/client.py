@@ -1,0 +1,74 @@
+"""The small client contract the scheduler writes through.
+
+The scheduling engine never talks HTTP itself: binding, pod-condition patches and
+events go through ``SchedulerClient``. ``troupe.scheduler.kube`` implements it
+against a Kubernetes API server; unit tests use a recording double.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from troupe.api.objects import Pod, PodCondition
+
+
+class ApiError(Exception):
+    """An API call failed. ``status`` is the HTTP status (0: no response)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}" if status else message)
+        self.status = status
+        self.message = message
+
+    @property
+    def is_conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def is_not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def is_transient(self) -> bool:
+        return self.status == 0 or self.status == 429 or self.status >= 500
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """What an event is about."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    api_version: str = "v1"
+
+    @classmethod
+    def of_pod(cls, pod: Pod) -> ObjectRef:
+        m = pod.metadata
+        return cls("Pod", m.namespace, m.name, m.uid)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    regarding: ObjectRef
+    type: str  # Normal | Warning
+    reason: str  # Scheduled | FailedScheduling | ...
+    action: str  # Binding | Scheduling | ...
+    note: str
+
+
+class SchedulerClient(Protocol):
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        """POST the binding with the pod UID as precondition. Raises ApiError."""
+        ...
+
+    async def patch_pod_status(
+        self, pod: Pod, condition: PodCondition | None, nominated_node_name: str | None
+    ) -> None:
+        """Merge ``condition`` into the pod's conditions (by type) and set or clear
+        (``""``) ``status.nominatedNodeName`` (``None`` leaves it alone)."""
+        ...
+
+    async def record_event(self, event: Event) -> None: ...

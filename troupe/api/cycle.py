@@ -1,0 +1,58 @@
+"""CycleState: per-scheduling-cycle data that plugins share, with typed keys.
+
+A new CycleState is made for every attempt (pod or group member) by
+``troupe.scheduler.schedule_one``; a plugin writes what it computed in PreFilter or
+PreScore and reads it back in Filter or Score.
+
+    FIT_KEY = StateKey[FitState]("NodeResourcesFit")
+    state.write(FIT_KEY, FitState(...))
+    fit = state.read(FIT_KEY)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar, cast
+
+T = TypeVar("T")
+
+
+class StateKey(Generic[T]):
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"StateKey({self.name!r})"
+
+
+class CycleState:
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[StateKey[Any], object] = {}
+        # Plugins whose PreFilter/PreScore returned SKIP for this pod.
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def write(self, key: StateKey[T], value: T) -> None:
+        self._data[key] = value
+
+    def read(self, key: StateKey[T]) -> T:
+        try:
+            return cast(T, self._data[key])
+        except KeyError:
+            raise KeyError(f"{key.name}: no state written in this cycle") from None
+
+    def get(self, key: StateKey[T]) -> T | None:
+        return cast("T | None", self._data.get(key))
+
+    def delete(self, key: StateKey[Any]) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        other = CycleState()
+        other._data = dict(self._data)
+        other.skip_filter_plugins = set(self.skip_filter_plugins)
+        other.skip_score_plugins = set(self.skip_score_plugins)
+        return other

@@ -1,0 +1,90 @@
+"""Cluster events and queueing hints (upstream ``framework.ClusterEvent``/``QueueingHint``).
+
+Plugins declare, through ``EnqueueExtensions.events_to_register``, which cluster
+events could make a pod they rejected schedulable, with an optional hint function
+that looks at the change and answers QUEUE or SKIP. The queue (``troupe.queue``)
+calls them when the informers report an event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum, Flag, auto
+
+from troupe.api.objects import Pod
+
+
+class Resource(str, Enum):
+    NODE = "Node"
+    POD = "Pod"  # an unscheduled pod (in the queue)
+    ASSIGNED_POD = "AssignedPod"  # a pod bound (or assumed) to a node
+    POD_GROUP = "PodGroup"
+    PRIORITY_CLASS = "PriorityClass"
+    WILDCARD = "*"
+
+
+class Action(Flag):
+    ADD = auto()
+    DELETE = auto()
+    UPDATE_NODE_ALLOCATABLE = auto()
+    UPDATE_NODE_LABEL = auto()
+    UPDATE_NODE_TAINT = auto()
+    UPDATE_NODE_CONDITION = auto()  # includes spec.unschedulable
+    UPDATE_POD_LABEL = auto()
+    UPDATE_POD_SCALE_DOWN = auto()  # requests went down
+    UPDATE_POD_TOLERATIONS = auto()
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = auto()
+    UPDATE_OTHER = auto()
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATIONS
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_OTHER
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    resource: Resource
+    action: Action
+    label: str = ""
+
+    def matches(self, incoming: ClusterEvent) -> bool:
+        """True when a registration for ``self`` covers the ``incoming`` event."""
+        if self.resource is not Resource.WILDCARD and self.resource is not incoming.resource:
+            return False
+        return bool(self.action & incoming.action)
+
+    def __str__(self) -> str:
+        return self.label or f"{self.resource.value}{self.action.name}"
+
+
+class QueueingHint(Enum):
+    SKIP = 0
+    QUEUE = 1
+
+
+QueueingHintFn = Callable[[Pod, object | None, object | None], QueueingHint]
+"""(pod that was rejected, old object, new object) -> hint."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None  # None: always QUEUE
+
+
+# Events the scheduler itself reports; plugins register against these.
+NODE_ADD = ClusterEvent(Resource.NODE, Action.ADD, "NodeAdd")
+NODE_DELETE = ClusterEvent(Resource.NODE, Action.DELETE, "NodeDelete")
+ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd")
+ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete")
+UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WILDCARD, Action.ALL, "UnschedulableTimeout")
+FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, Action.ALL, "ForceActivate")

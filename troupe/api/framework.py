@@ -1,0 +1,268 @@
+"""The plugin contract: one Protocol per extension point, and the values they return.
+
+Plugins (``troupe.plugins``) implement any subset of these Protocols; the runtime in
+``troupe.scheduler.framework`` discovers which by ``isinstance`` checks at start-up
+and calls them in profile order. The scheduling-cycle points are synchronous (the
+cycle must not yield to the event loop: the live NodeTable is its snapshot);
+PreBind and Bind are coroutines run in the binding cycle.
+
+Filter and Score are batch operations over the NodeTable (DESIGN.md):
+- Filter returns a ``FilterResult``: a feasibility mask over all slots, plus, only
+  if someone asks (a failed cycle), the reasons per rejected node.
+- Score returns one integer per candidate slot; NormalizeScore rescales in place
+  to ``[0, MAX_NODE_SCORE]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel
+
+from troupe.api.client import SchedulerClient
+from troupe.api.clock import Clock
+from troupe.api.cycle import CycleState
+from troupe.api.events import ClusterEventWithHint
+from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
+from troupe.api.objects import Pod
+from troupe.api.podinfo import PodInfo
+from troupe.api.status import Code, Status
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """``reason`` applies to every slot set in ``nodes`` (a capacity-long mask)."""
+
+    reason: str
+    nodes: BoolArray
+    code: Code = Code.UNSCHEDULABLE
+
+
+def _no_rejections() -> Sequence[Rejection]:
+    return ()
+
+
+@dataclass(frozen=True, slots=True)
+class FilterResult:
+    feasible: BoolArray
+    # Called only when the cycle fails, to say why nodes were rejected. A node may
+    # carry several reasons (e.g. "Insufficient cpu" and "Insufficient memory").
+    explain: Callable[[], Sequence[Rejection]] = _no_rejections
+    # A non-success here fails the whole cycle (Code.ERROR) or every node.
+    status: Status = field(default_factory=Status)
+
+    @classmethod
+    def masked(cls, feasible: BoolArray, reason: str, code: Code = Code.UNSCHEDULABLE) -> FilterResult:
+        """One reason for every rejected slot."""
+        return cls(feasible, lambda: (Rejection(reason, ~feasible, code),))
+
+    @classmethod
+    def all(cls, table: NodeTable) -> FilterResult:
+        return cls(np.ones(table.capacity, dtype=bool))
+
+    @classmethod
+    def none(cls, table: NodeTable, reason: str, code: Code = Code.UNSCHEDULABLE) -> FilterResult:
+        return cls.masked(np.zeros(table.capacity, dtype=bool), reason, code)
+
+    @classmethod
+    def failed(cls, table: NodeTable, status: Status) -> FilterResult:
+        return cls(np.zeros(table.capacity, dtype=bool), status=status)
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """Restricts the cycle to these nodes (``None``: all nodes), e.g. NodeName."""
+
+    node_names: frozenset[str] | None = None
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod fits nowhere: per-reason node counts, and which plugins said so."""
+
+    num_nodes: int = 0
+    reason_counts: dict[str, int] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    # Slots rejected with a code preemption cannot fix (UnschedulableAndUnresolvable).
+    unresolvable: BoolArray | None = None
+    pre_filter_message: str = ""
+    post_filter_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+
+
+# --- the extension points --------------------------------------------------------
+
+
+class Plugin(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    def pre_enqueue(self, pod: Pod) -> Status:
+        """SUCCESS lets the pod into the active queue; anything else gates it."""
+        ...
+
+
+class Sortable(Protocol):
+    """What QueueSort may look at in a queued entity (a pod or a pod group)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def timestamp(self) -> float: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Protocol):
+    def less(self, a: Sortable, b: Sortable) -> bool: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> tuple[PreFilterResult | None, Status]:
+        """SKIP means this plugin's Filter is not needed for the pod."""
+        ...
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
+    ) -> Status:
+        """``slots``: the feasible slots that will be scored. SKIP skips Score."""
+        ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    def score(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
+    ) -> IntArray:
+        """One score per entry of ``slots``."""
+        ...
+
+
+@runtime_checkable
+class ScoreExtensions(Protocol):
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
+        """Rescale ``scores`` in place to [MIN_NODE_SCORE, MAX_NODE_SCORE]."""
+        ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Must be idempotent: called on every failure after Reserve."""
+        ...
+
+
+@runtime_checkable
+class PermitPlugin(Protocol):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """(status, timeout seconds for WAIT)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionPlan:
+    """Victims chosen for a pod or whole pod group (KEP-5710 delayed preemption)."""
+
+    victims: tuple[PodInfo, ...]
+    nominated: dict[str, str]  # pod key -> node name
+
+
+@runtime_checkable
+class PermitDisruptionPlugin(Protocol):
+    def permit_disruption(self, state: CycleState, plan: DisruptionPlan) -> Status:
+        """Called once the whole pod or gang is known to fit with ``plan``'s victims
+        gone; only on SUCCESS are the victims evicted (KEP-5710)."""
+        ...
+
+
+@runtime_checkable
+class PreBindPlugin(Protocol):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class BindPlugin(Protocol):
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """SKIP passes the pod to the next bind plugin."""
+        ...
+
+
+@runtime_checkable
+class PostBindPlugin(Protocol):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Protocol):
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]: ...
+
+
+# --- what a plugin gets at construction ------------------------------------------
+
+
+class WaitingPod(Protocol):
+    @property
+    def pod(self) -> PodInfo: ...
+    def allow(self, plugin: str) -> None: ...
+    def reject(self, plugin: str, message: str) -> None: ...
+
+
+class Handle(Protocol):
+    """The framework as a plugin sees it (upstream ``framework.Handle``)."""
+
+    @property
+    def client(self) -> SchedulerClient: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def table(self) -> NodeTable: ...
+    @property
+    def scheduler_name(self) -> str: ...
+    def get_waiting_pod(self, key: str) -> WaitingPod | None: ...
+    def iterate_waiting_pods(self) -> Sequence[WaitingPod]: ...
+
+
+PluginFactory = Callable[[BaseModel | None, Handle], object]
+"""(validated args or None, handle) -> plugin instance."""
+
+
+def score_array(slots: IndexArray) -> IntArray:
+    return np.zeros(len(slots), dtype=np.int64)
+
+
+ScoreArray = NDArray[np.int64]

@@ -1,0 +1,353 @@
+"""NodeTable: the columnar view of every node that Filter and Score plugins read.
+
+One slot per node; each attribute a numpy column over all slots, so a plugin filters
+or scores every node with a few vector operations instead of a Python call per node
+(DESIGN.md "Batch-first Filter and Score"). Free slots (deleted nodes) have
+``present == False`` and are reused; masks returned by plugins are always
+``capacity`` long.
+
+``troupe.scheduler.cache`` owns the table and is the only writer (nodes from the
+informers, pods assumed, bound and forgotten). A scheduling cycle runs without
+yielding to the event loop, so the live table *is* the cycle's snapshot: nothing can
+change it mid-cycle and no copy is taken. ``generation`` changes on every write and
+``node_generation`` only when the node set, labels or taints change, so plugins can
+cache what they derive from node attributes alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+
+import numpy as np
+from numpy.typing import NDArray
+
+from troupe.api.objects import Node, NodeSelector, NodeSelectorTerm, PodKey, Taint
+from troupe.api.podinfo import HostPort, PodInfo
+from troupe.api.resources import CPU, MEMORY, PODS, node_allocatable
+from troupe.api.selectors import requirement_matches
+
+PodChange = tuple[int, int, PodInfo]
+"""(+1 added / -1 removed, slot, pod)."""
+
+_MAX_CHANGES = 1 << 16
+
+BoolArray = NDArray[np.bool_]
+IntArray = NDArray[np.int64]
+IndexArray = NDArray[np.intp]
+
+_ABSENT = -1
+
+
+def _requirement_predicate(operator: str, values: list[str]) -> Callable[[str | None], bool]:
+    def matches(value: str | None) -> bool:
+        return requirement_matches(operator, values, value)
+
+    return matches
+
+
+class NodeTable:
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = max(1, capacity)
+        c = self.capacity
+        self.size = 0
+        self.names: list[str] = [""] * c
+        self.index: dict[str, int] = {}
+        self.nodes: list[Node | None] = [None] * c
+        self.present: BoolArray = np.zeros(c, dtype=bool)
+        self.unschedulable: BoolArray = np.zeros(c, dtype=bool)
+        self.resources: list[str] = [CPU, MEMORY, PODS]
+        self.resource_index: dict[str, int] = {r: i for i, r in enumerate(self.resources)}
+        self.allocatable: IntArray = np.zeros((3, c), dtype=np.int64)
+        self.requested: IntArray = np.zeros((3, c), dtype=np.int64)
+        # Requests as scoring sees them (cpu, memory): containers without requests
+        # count upstream's defaults (100m, 200Mi) so empty pods still spread.
+        self.nonzero_requested: IntArray = np.zeros((2, c), dtype=np.int64)
+        self.labels: dict[str, NDArray[np.int32]] = {}
+        self.label_values: dict[str, list[str]] = {}
+        self._label_ids: dict[str, dict[str, int]] = {}
+        self.taint_list: list[Taint] = []
+        self._taint_ids: dict[tuple[str, str, str], int] = {}
+        self.taints: BoolArray = np.zeros((0, c), dtype=bool)
+        # Taint ids of each node in the node's own order (first untolerated wins).
+        self.node_taints: list[tuple[int, ...]] = [()] * c
+        self.pods: list[dict[PodKey, PodInfo]] = [{} for _ in range(c)]
+        self.ports: list[Counter[HostPort]] = [Counter() for _ in range(c)]
+        # Pods with any (anti-)affinity term, by key -> slot (upstream
+        # HavePodsWithAffinityList), so InterPodAffinity need not scan all pods.
+        self.affinity_pods: dict[PodKey, int] = {}
+        self.generation = 0
+        self.node_generation = 0
+        # Append-only log of pod accounting changes (+1/-1, slot, pod) with absolute
+        # sequence numbers, so plugins keep incremental per-selector counts
+        # (``changes_since``) instead of rescanning every pod in every cycle.
+        self._changes: list[PodChange] = []
+        self._changes_base = 0
+        self._free: list[int] = list(range(c - 1, -1, -1))
+
+    # --- reading -------------------------------------------------------------------
+
+    def slots(self) -> IndexArray:
+        """Slots holding a node, in slot order."""
+        return np.flatnonzero(self.present)
+
+    def slot(self, name: str) -> int | None:
+        return self.index.get(name)
+
+    def node(self, slot: int) -> Node:
+        node = self.nodes[slot]
+        if node is None:
+            raise KeyError(f"slot {slot} holds no node")
+        return node
+
+    def resource_row(self, resource: str) -> int:
+        """Row of ``resource``, adding an all-zero row the first time it is seen
+        (e.g. ``nvidia.com/gpu`` requested before any node offers it)."""
+        row = self.resource_index.get(resource)
+        if row is None:
+            row = len(self.resources)
+            self.resources.append(resource)
+            self.resource_index[resource] = row
+            zeros = np.zeros((1, self.capacity), dtype=np.int64)
+            self.allocatable = np.vstack([self.allocatable, zeros])
+            self.requested = np.vstack([self.requested, zeros])
+        return row
+
+    def request_vector(self, requests: Mapping[str, int]) -> IntArray:
+        """A pod's requests as a column aligned with the resource rows (pods = 1)."""
+        rows = [(self.resource_row(r), v) for r, v in requests.items()]
+        vec = np.zeros(len(self.resources), dtype=np.int64)
+        for row, value in rows:
+            vec[row] = value
+        vec[self.resource_index[PODS]] = 1
+        return vec
+
+    def label_mask(self, key: str, matches: Callable[[str | None], bool]) -> BoolArray:
+        """Slots whose label ``key`` satisfies ``matches(value)`` (None: absent).
+
+        ``matches`` runs once per distinct value, not once per node."""
+        column = self.labels.get(key)
+        if column is None:
+            return np.full(self.capacity, matches(None), dtype=bool)
+        vocab = self.label_values[key]
+        lookup = np.fromiter(
+            (matches(v) for v in [None, *vocab]), dtype=bool, count=len(vocab) + 1
+        )
+        return lookup[column + 1]
+
+    def node_selector_term_mask(self, term: NodeSelectorTerm) -> BoolArray:
+        """Slots matching one term (expressions ANDed); an empty term matches none."""
+        if not term.match_expressions and not term.match_fields:
+            return np.zeros(self.capacity, dtype=bool)
+        mask = self.present.copy()
+        for req in term.match_expressions:
+            mask &= self.label_mask(req.key, _requirement_predicate(req.operator, req.values))
+        for req in term.match_fields:
+            if req.key != "metadata.name":
+                return np.zeros(self.capacity, dtype=bool)
+            names = np.fromiter(
+                (requirement_matches(req.operator, req.values, n or None) for n in self.names),
+                dtype=bool,
+                count=self.capacity,
+            )
+            mask &= names
+        return mask
+
+    def node_selector_mask(self, selector: NodeSelector) -> BoolArray:
+        """Slots matching any of the selector's terms."""
+        mask = np.zeros(self.capacity, dtype=bool)
+        for term in selector.node_selector_terms:
+            mask |= self.node_selector_term_mask(term)
+        return mask
+
+    def label_value(self, slot: int, key: str) -> str | None:
+        column = self.labels.get(key)
+        if column is None or column[slot] == _ABSENT:
+            return None
+        return self.label_values[key][int(column[slot])]
+
+    # --- writing: nodes ----------------------------------------------------------
+
+    def add_node(self, node: Node) -> int:
+        name = node.metadata.name
+        if name in self.index:
+            self.update_node(node)
+            return self.index[name]
+        if not self._free:
+            self._grow()
+        slot = self._free.pop()
+        self.index[name] = slot
+        self.names[slot] = name
+        self.present[slot] = True
+        self.size += 1
+        self._write_node(slot, node)
+        return slot
+
+    def update_node(self, node: Node) -> None:
+        slot = self.index.get(node.metadata.name)
+        if slot is None:
+            self.add_node(node)
+            return
+        self._write_node(slot, node)
+
+    def remove_node(self, name: str) -> list[PodInfo]:
+        """Free the node's slot; returns the pods that were accounted on it."""
+        slot = self.index.pop(name, None)
+        if slot is None:
+            return []
+        pods = list(self.pods[slot].values())
+        for key in self.pods[slot]:
+            self.affinity_pods.pop(key, None)
+        self.names[slot] = ""
+        self.nodes[slot] = None
+        self.present[slot] = False
+        self.unschedulable[slot] = False
+        self.allocatable[:, slot] = 0
+        self.requested[:, slot] = 0
+        self.nonzero_requested[:, slot] = 0
+        for column in self.labels.values():
+            column[slot] = _ABSENT
+        self.taints[:, slot] = False
+        self.node_taints[slot] = ()
+        self.pods[slot] = {}
+        self.ports[slot] = Counter()
+        self.size -= 1
+        self._free.append(slot)
+        self._forget_changes()
+        self.generation += 1
+        self.node_generation += 1
+        return pods
+
+    def _write_node(self, slot: int, node: Node) -> None:
+        self.nodes[slot] = node
+        self.unschedulable[slot] = node.spec.unschedulable
+        self.allocatable[:, slot] = 0
+        for resource, value in node_allocatable(node).items():
+            self.allocatable[self.resource_row(resource), slot] = value
+        for column in self.labels.values():
+            column[slot] = _ABSENT
+        for key, value in node.metadata.labels.items():
+            self._label_column(key)[slot] = self._label_id(key, value)
+        self.taints[:, slot] = False
+        ids = tuple(self._taint_id(t) for t in node.spec.taints)
+        for tid in ids:
+            self.taints[tid, slot] = True
+        self.node_taints[slot] = ids
+        self.generation += 1
+        self.node_generation += 1
+
+    def _label_column(self, key: str) -> NDArray[np.int32]:
+        column = self.labels.get(key)
+        if column is None:
+            column = np.full(self.capacity, _ABSENT, dtype=np.int32)
+            self.labels[key] = column
+            self.label_values[key] = []
+            self._label_ids[key] = {}
+        return column
+
+    def _label_id(self, key: str, value: str) -> int:
+        ids = self._label_ids[key]
+        lid = ids.get(value)
+        if lid is None:
+            lid = len(ids)
+            ids[value] = lid
+            self.label_values[key].append(value)
+        return lid
+
+    def _taint_id(self, taint: Taint) -> int:
+        k = (taint.key, taint.value, taint.effect)
+        tid = self._taint_ids.get(k)
+        if tid is None:
+            tid = len(self.taint_list)
+            self._taint_ids[k] = tid
+            self.taint_list.append(taint)
+            self.taints = np.vstack([self.taints, np.zeros((1, self.capacity), dtype=bool)])
+        return tid
+
+    def _grow(self) -> None:
+        old, new = self.capacity, self.capacity * 2
+        extra = new - old
+
+        def pad(a: NDArray[np.generic], fill: int | bool = 0) -> NDArray[np.generic]:
+            shape = (*a.shape[:-1], extra)
+            return np.concatenate([a, np.full(shape, fill, dtype=a.dtype)], axis=-1)
+
+        self.present = pad(self.present, False).astype(bool)
+        self.unschedulable = pad(self.unschedulable, False).astype(bool)
+        self.allocatable = pad(self.allocatable).astype(np.int64)
+        self.requested = pad(self.requested).astype(np.int64)
+        self.nonzero_requested = pad(self.nonzero_requested).astype(np.int64)
+        self.taints = pad(self.taints, False).astype(bool)
+        for key, column in self.labels.items():
+            self.labels[key] = pad(column, _ABSENT).astype(np.int32)
+        self.names.extend([""] * extra)
+        self.nodes.extend([None] * extra)
+        self.node_taints.extend([()] * extra)
+        self.pods.extend({} for _ in range(extra))
+        self.ports.extend(Counter() for _ in range(extra))
+        self._free.extend(range(new - 1, old - 1, -1))
+        self.capacity = new
+
+    # --- writing: pods -----------------------------------------------------------
+
+    def add_pod(self, info: PodInfo, node_name: str) -> bool:
+        """Account ``info`` on ``node_name``; False when the node is unknown."""
+        slot = self.index.get(node_name)
+        if slot is None:
+            return False
+        self.pods[slot][info.key] = info
+        self._account(info, slot, 1)
+        self._log(1, slot, info)
+        if info.host_ports:
+            self.ports[slot].update(info.host_ports)
+        if info.has_affinity:
+            self.affinity_pods[info.key] = slot
+        return True
+
+    def remove_pod(self, info: PodInfo, node_name: str) -> bool:
+        slot = self.index.get(node_name)
+        if slot is None or self.pods[slot].pop(info.key, None) is None:
+            return False
+        self._account(info, slot, -1)
+        self._log(-1, slot, info)
+        if info.host_ports:
+            self.ports[slot].subtract(info.host_ports)
+            self.ports[slot] = +self.ports[slot]
+        self.affinity_pods.pop(info.key, None)
+        return True
+
+    def _account(self, info: PodInfo, slot: int, sign: int) -> None:
+        for resource, value in info.requests.items():
+            self.requested[self.resource_row(resource), slot] += sign * value
+        self.requested[self.resource_index[PODS], slot] += sign
+        self.nonzero_requested[0, slot] += sign * info.nonzero_cpu
+        self.nonzero_requested[1, slot] += sign * info.nonzero_memory
+        self.generation += 1
+
+    @property
+    def change_seq(self) -> int:
+        """Sequence number of the next pod change; a reader stores it as its position."""
+        return self._changes_base + len(self._changes)
+
+    def changes_since(self, seq: int) -> list[PodChange] | None:
+        """Pod changes from ``seq`` on, or None when they were trimmed (or a node was
+        removed since): the reader must recompute from ``pods`` then."""
+        if seq < self._changes_base:
+            return None
+        return self._changes[seq - self._changes_base :]
+
+    def _log(self, sign: int, slot: int, info: PodInfo) -> None:
+        self._changes.append((sign, slot, info))
+        if len(self._changes) > _MAX_CHANGES:
+            drop = len(self._changes) // 2
+            del self._changes[:drop]
+            self._changes_base += drop
+
+    def _forget_changes(self) -> None:
+        # Slot reuse would make old entries point at another node.
+        self._changes_base += len(self._changes)
+        self._changes.clear()
+
+    def pods_on(self, slots: Iterable[int]) -> Iterable[PodInfo]:
+        for slot in slots:
+            yield from self.pods[slot].values()
