@@ -1,0 +1,412 @@
+"""The KubeSchedulerConfiguration file as pydantic models, their checks and error wording.
+
+These models are the edge where a user's YAML (the ``--config`` file or the
+ConfigMap in ``manifests/``) becomes typed values. They mirror upstream
+``k8s.io/kube-scheduler/config/v1`` field names (camelCase), reject unknown keys
+the way upstream's strict decoder does, and add troupe's own top-level settings
+(``assumedPodTTLSeconds``, ``bindingConcurrency``, ...). Defaults follow upstream
+``SetDefaults_KubeSchedulerConfiguration`` except where troupe's name differs
+(``troupe-scheduler`` for the profile name and the lease).
+
+Only ``troupe.api.config`` calls this module: it validates the top level and each
+profile separately (so one bad section does not hide the others), applies the
+cross-field rules of upstream ``ValidateKubeSchedulerConfiguration``, and turns
+pydantic's errors into upstream-style ``field.path[0].sub: message`` lines that end
+up together in one ``ConfigError``. Plugin names and args are checked there, against
+the plugin catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+KIND = "KubeSchedulerConfiguration"
+DEFAULT_SCHEDULER_NAME = "troupe-scheduler"
+
+EXTENSION_POINTS: tuple[str, ...] = (
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    # KEP-5710: preemptions for a gang are actuated only once the whole gang fits.
+    "permitDisruption",
+    "preBind",
+    "bind",
+    "postBind",
+)
+"""Every extension point a profile configures, in the order a pod meets them."""
+
+MULTI_POINT = "multiPoint"
+
+Loc = tuple[str | int, ...]
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; ``problems`` lists every reason found."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems: list[str] = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+# --- Go durations ----------------------------------------------------------------
+
+# Go's time.ParseDuration units; metav1.Duration is serialised with them ("1m30s").
+_DURATION_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in a Go duration string such as ``"15s"``, ``"1m30s"`` or ``"500ms"``."""
+    body = text
+    sign = 1.0
+    if body and body[0] in "+-":
+        sign = -1.0 if body[0] == "-" else 1.0
+        body = body[1:]
+    if body == "0":
+        return 0.0
+    if not body:
+        raise ValueError(f"invalid duration {text!r}")
+    total = 0.0
+    pos = 0
+    while pos < len(body):
+        match = _DURATION_PART.match(body, pos)
+        if match is None:
+            raise ValueError(f"invalid duration {text!r}, expected e.g. '15s', '1m30s', '500ms'")
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    return sign * total
+
+
+def _duration_seconds(value: object) -> object:
+    # metav1.Duration only decodes from a string; a bare number is a mistake
+    # (seconds? nanoseconds?) that upstream rejects too.
+    if isinstance(value, str):
+        return parse_go_duration(value)
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        raise ValueError(f"must be a duration string such as '15s', got {value!r}")
+    return value
+
+
+Duration = Annotated[float, BeforeValidator(_duration_seconds)]
+"""A Go duration string in the file, float seconds once parsed."""
+
+
+# --- the models ------------------------------------------------------------------
+
+
+class ConfigModel(BaseModel):
+    """Base of the config models: camelCase keys, unknown keys rejected, no coercion."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        alias_generator=to_camel,
+        serialize_by_alias=True,
+    )
+
+
+class Plugin(ConfigModel):
+    name: str
+    # Only read at the score point; validated positive by troupe.api.config.
+    weight: int | None = None
+
+
+class DisabledPlugin(ConfigModel):
+    name: str
+
+
+class PluginSet(ConfigModel):
+    enabled: list[Plugin] = Field(default_factory=list)
+    # ``"*"`` disables every default plugin at this point.
+    disabled: list[DisabledPlugin] = Field(default_factory=list)
+
+
+class Plugins(ConfigModel):
+    pre_enqueue: PluginSet = PluginSet()
+    queue_sort: PluginSet = PluginSet()
+    pre_filter: PluginSet = PluginSet()
+    filter: PluginSet = PluginSet()
+    post_filter: PluginSet = PluginSet()
+    pre_score: PluginSet = PluginSet()
+    score: PluginSet = PluginSet()
+    reserve: PluginSet = PluginSet()
+    permit: PluginSet = PluginSet()
+    permit_disruption: PluginSet = PluginSet()
+    pre_bind: PluginSet = PluginSet()
+    bind: PluginSet = PluginSet()
+    post_bind: PluginSet = PluginSet()
+    multi_point: PluginSet = PluginSet()
+
+    def at(self, point: str) -> PluginSet:
+        """The set configured at ``point`` (a camelCase name, or ``multiPoint``)."""
+        value = getattr(self, _SNAKE_FIELDS[point])
+        assert isinstance(value, PluginSet)
+        return value
+
+
+_SNAKE_FIELDS = {field.alias or name: name for name, field in Plugins.model_fields.items()}
+
+
+class PluginConfig(ConfigModel):
+    name: str
+    # Raw here: the plugin's own Args model validates it (troupe.api.config).
+    args: dict[str, Any] | None = None
+
+
+class KubeSchedulerProfile(ConfigModel):
+    # None: defaulted to ``troupe-scheduler`` when it is the only profile, as upstream.
+    scheduler_name: str | None = None
+    percentage_of_nodes_to_score: int | None = Field(default=None, ge=0, le=100)
+    plugins: Plugins = Plugins()
+    plugin_config: list[PluginConfig] = Field(default_factory=list)
+
+
+class LeaderElectionConfiguration(ConfigModel):
+    leader_elect: bool = True
+    lease_duration: Duration = 15.0
+    renew_deadline: Duration = 10.0
+    retry_period: Duration = 2.0
+    resource_lock: str = "leases"
+    resource_name: str = DEFAULT_SCHEDULER_NAME
+    resource_namespace: str = "kube-system"
+
+
+class ClientConnectionConfiguration(ConfigModel):
+    kubeconfig: str = ""
+    qps: float = 50.0
+    burst: int = Field(default=100, ge=0)
+    # Upstream defaults to protobuf; troupe's informers parse JSON.
+    content_type: str = "application/json"
+    accept_content_types: str = ""
+
+
+def _default_profiles() -> list[KubeSchedulerProfile]:
+    return [KubeSchedulerProfile()]
+
+
+class KubeSchedulerConfiguration(ConfigModel):
+    api_version: Literal["kubescheduler.config.k8s.io/v1"]
+    kind: Literal["KubeSchedulerConfiguration"]
+    parallelism: int = Field(default=16, gt=0)
+    # 0 = adaptive (50% minus nodes/125, at least 5%), as upstream.
+    percentage_of_nodes_to_score: int = Field(default=0, ge=0, le=100)
+    pod_initial_backoff_seconds: int = Field(default=1, gt=0)
+    pod_max_backoff_seconds: int = Field(default=10, gt=0)
+    leader_election: LeaderElectionConfiguration = LeaderElectionConfiguration()
+    client_connection: ClientConnectionConfiguration = ClientConnectionConfiguration()
+    profiles: list[KubeSchedulerProfile] = Field(default_factory=_default_profiles)
+    # troupe extensions.
+    pod_max_in_unschedulable_pods_duration: Duration = 300.0
+    assumed_pod_ttl_seconds: int = Field(default=900, gt=0, alias="assumedPodTTLSeconds")
+    binding_concurrency: int = Field(default=64, gt=0)
+    gang_schedule_timeout_seconds: int = Field(default=300, gt=0)
+
+
+# --- validation in pieces, so one bad section does not hide the others --------------
+
+
+def validate_leniently(
+    model: type[ModelT], data: Mapping[str, Any], prefix: Loc, problems: list[str]
+) -> tuple[ModelT | None, set[str]]:
+    """Validate ``data``; on errors report them, drop the offending keys and retry."""
+    try:
+        return model.model_validate(data), set()
+    except ValidationError as exc:
+        problems.extend(validation_problems(exc, prefix))
+        bad = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
+    retry = {k: v for k, v in data.items() if k not in bad}
+    if model is KubeSchedulerConfiguration:
+        retry |= {"apiVersion": API_VERSION, "kind": KIND}
+    try:
+        return model.model_validate(retry), bad
+    except ValidationError:
+        return None, bad
+
+
+def validate_settings(raw: Mapping[Any, Any], problems: list[str]) -> KubeSchedulerConfiguration:
+    """The top level without its profiles (see ``profile_models``), defaults filled in."""
+    data = {str(k): v for k, v in raw.items() if k != "profiles"}
+    top, bad = validate_leniently(KubeSchedulerConfiguration, data, (), problems)
+    if top is None:  # not expected: dropping the bad keys leaves only valid ones
+        raise ConfigError(problems)
+    problems.extend(settings_problems(top, bad))
+    return top
+
+
+def profile_models(
+    raw_profiles: object, problems: list[str]
+) -> list[tuple[KubeSchedulerProfile | None, bool]]:
+    """Each profile's model (None if unusable) and whether parts of it were dropped."""
+    # Upstream defaulting: no profiles (absent or empty) means one default profile.
+    if raw_profiles is None or raw_profiles == []:
+        return [(KubeSchedulerProfile(), False)]
+    if not isinstance(raw_profiles, list):
+        problems.append(f"profiles: must be a list, got {type(raw_profiles).__name__}")
+        return []
+    out: list[tuple[KubeSchedulerProfile | None, bool]] = []
+    for i, item in enumerate(raw_profiles):
+        if not isinstance(item, Mapping):
+            problems.append(f"profiles[{i}]: must be a mapping, got {type(item).__name__}")
+            out.append((None, True))
+            continue
+        data = {str(k): v for k, v in item.items()}
+        model, bad = validate_leniently(KubeSchedulerProfile, data, ("profiles", i), problems)
+        out.append((model, bool(bad)))
+    return out
+
+
+def _secs(value: float) -> str:
+    return f"{value:g}s"
+
+
+def settings_problems(cfg: KubeSchedulerConfiguration, bad: set[str]) -> list[str]:
+    """Cross-field rules of upstream ``ValidateKubeSchedulerConfiguration``."""
+    out = []
+    if not {"podInitialBackoffSeconds", "podMaxBackoffSeconds"} & bad and (
+        cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds
+    ):
+        out.append(
+            "podMaxBackoffSeconds: must be >= podInitialBackoffSeconds "
+            f"({cfg.pod_initial_backoff_seconds}), got {cfg.pod_max_backoff_seconds}"
+        )
+    if "podMaxInUnschedulablePodsDuration" not in bad and (
+        cfg.pod_max_in_unschedulable_pods_duration <= 0
+    ):
+        out.append("podMaxInUnschedulablePodsDuration: must be greater than zero")
+    le = cfg.leader_election
+    # component-base checks leader election settings only when it is enabled.
+    if "leaderElection" in bad or not le.leader_elect:
+        return out
+    path = "leaderElection"
+    for field, value in (
+        ("leaseDuration", le.lease_duration),
+        ("renewDeadline", le.renew_deadline),
+        ("retryPeriod", le.retry_period),
+    ):
+        if value <= 0:
+            out.append(f"{path}.{field}: must be greater than zero, got {_secs(value)}")
+    if 0 < le.lease_duration <= le.renew_deadline:
+        out.append(
+            f"{path}.renewDeadline: must be less than leaseDuration "
+            f"({_secs(le.lease_duration)}), got {_secs(le.renew_deadline)}"
+        )
+    # client-go's NewLeaderElector: the deadline must leave room for a jittered retry.
+    if 0 < le.renew_deadline <= 1.2 * le.retry_period:
+        out.append(
+            f"{path}.renewDeadline: must be greater than 1.2 * retryPeriod "
+            f"({_secs(1.2 * le.retry_period)}), got {_secs(le.renew_deadline)}"
+        )
+    if le.resource_lock != "leases":
+        out.append(f"{path}.resourceLock: must be 'leases', got {le.resource_lock!r}")
+    for field, text in (
+        ("resourceName", le.resource_name),
+        ("resourceNamespace", le.resource_namespace),
+    ):
+        if not text:
+            out.append(f"{path}.{field}: must not be empty")
+    return out
+
+
+def profile_scheduler_name(
+    i: int, model: KubeSchedulerProfile, count: int, problems: list[str]
+) -> str:
+    # Upstream defaults the name only when there is a single profile.
+    if model.scheduler_name is None:
+        if count == 1:
+            return DEFAULT_SCHEDULER_NAME
+        problems.append(f"profiles[{i}].schedulerName: required when there are several profiles")
+        return ""
+    if not model.scheduler_name:
+        problems.append(f"profiles[{i}].schedulerName: must not be empty")
+    return model.scheduler_name
+
+
+def pop_type_meta(path: str, name: str, args: dict[str, Any]) -> list[str]:
+    # Upstream files may tag args with their type (``kind: NodeResourcesFitArgs``);
+    # accept and check that, then hand the plugin only its own fields.
+    out = []
+    api_version = args.pop("apiVersion", None)
+    kind = args.pop("kind", None)
+    if api_version is not None and api_version != API_VERSION:
+        out.append(f"{path}.args.apiVersion: {api_version!r} is not one of [{API_VERSION!r}]")
+    if kind is not None and kind != f"{name}Args":
+        out.append(f"{path}.args.kind: must be {name + 'Args'!r}, got {kind!r}")
+    return out
+
+
+# --- errors ----------------------------------------------------------------------
+
+
+def format_loc(loc: Iterable[str | int]) -> str:
+    """``("profiles", 0, "plugins", "filter")`` -> ``profiles[0].plugins.filter``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _short_repr(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _literal_choices(expected: str) -> str:
+    # pydantic renders Literal choices as "'A', 'B' or 'C'"; upstream lists them.
+    head, _, last = expected.rpartition(" or ")
+    items = [*head.split(", "), last] if head else [last]
+    return "[" + ", ".join(items) + "]"
+
+
+def _message(error: ErrorDetails) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx", {})
+    value = error.get("input")
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "missing":
+        return "required field"
+    if kind in ("literal_error", "enum"):
+        return f"{_short_repr(value)} is not one of {_literal_choices(str(ctx['expected']))}"
+    if kind in ("value_error", "assertion_error"):
+        return str(ctx.get("error", error["msg"]))
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return f"must be a mapping, got {_short_repr(value)}"
+    message = error["msg"].replace("Input should be", "must be")
+    return f"{message}, got {_short_repr(value)}"
+
+
+def validation_problems(error: ValidationError, prefix: Loc = ()) -> list[str]:
+    """One ``path: message`` line per pydantic error, each path under ``prefix``."""
+    problems = []
+    for detail in error.errors():
+        path = format_loc((*prefix, *detail["loc"]))
+        message = _message(detail)
+        problems.append(f"{path}: {message}" if path else message)
+    return problems
