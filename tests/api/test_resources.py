@@ -1,0 +1,287 @@
+"""Pod requests and node allocatable follow upstream PodRequests / calculateResource."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from troupe.api.objects import Node, Pod
+from troupe.api.quantity import QuantityError, resource_to_int
+from troupe.api.resources import (
+    CPU,
+    DEFAULT_MEMORY_REQUEST,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    ResourceVector,
+    node_allocatable,
+    pod_nonzero_requests,
+    pod_requests,
+)
+
+GI = 2**30
+MI = 2**20
+
+
+def ctr(
+    requests: dict[str, str] | None = None,
+    limits: dict[str, str] | None = None,
+    sidecar: bool = False,
+) -> dict[str, Any]:
+    """A container as the API sends it; ``sidecar`` sets restartPolicy Always."""
+    body: dict[str, Any] = {"resources": {"requests": requests or {}, "limits": limits or {}}}
+    if sidecar:
+        body["restartPolicy"] = "Always"
+    return body
+
+
+def make_pod(
+    containers: list[dict[str, Any]] | None = None,
+    init: list[dict[str, Any]] | None = None,
+    overhead: dict[str, str] | None = None,
+) -> Pod:
+    for i, body in enumerate([*(containers or []), *(init or [])]):
+        body.setdefault("name", f"c{i}")
+    spec: dict[str, Any] = {"containers": containers or [], "initContainers": init or []}
+    if overhead:
+        spec["overhead"] = overhead
+    return Pod.model_validate({"metadata": {"namespace": "ns", "name": "p"}, "spec": spec})
+
+
+REQUESTS = [
+    pytest.param(
+        make_pod([ctr({"cpu": "100m", "memory": "1Gi"})]),
+        {CPU: 100, MEMORY: GI},
+        id="one container's requests are the pod's requests",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "100m"}), ctr({"cpu": "250m", "memory": "1Mi"})]),
+        {CPU: 350, MEMORY: MI},
+        id="regular containers are summed",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "1"})], init=[ctr({"cpu": "2"})]),
+        {CPU: 2000},
+        id="an init container larger than the sum sets the request",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "1", "memory": "1Gi"})], init=[ctr({"cpu": "500m"})]),
+        {CPU: 1000, MEMORY: GI},
+        id="a smaller init container adds nothing",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "1"})], init=[ctr({"cpu": "3"}), ctr({"memory": "2Gi"})]),
+        {CPU: 3000, MEMORY: 2 * GI},
+        id="init containers are maxed per resource",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "1"})], init=[ctr({"cpu": "500m"}, sidecar=True)]),
+        {CPU: 1500},
+        id="a sidecar is added to the containers' sum",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "1"})], init=[ctr({"cpu": "1"}, sidecar=True), ctr({"cpu": "2"})]),
+        {CPU: 3000},
+        id="a sidecar keeps running while later init containers run",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "1"})], init=[ctr({"cpu": "2"}), ctr({"cpu": "1"}, sidecar=True)]),
+        {CPU: 2000},
+        id="an init container before a sidecar does not count it",
+    ),
+    pytest.param(
+        make_pod(
+            [ctr({"cpu": "100m"})],
+            init=[ctr({"cpu": "1"}, sidecar=True), ctr({"cpu": "1"}, sidecar=True)],
+        ),
+        {CPU: 2100},
+        id="several sidecars are all added to the sum",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "1"})], overhead={"cpu": "250m", "memory": "120Mi"}),
+        {CPU: 1250, MEMORY: 120 * MI},
+        id="overhead is added on top",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "1"})], init=[ctr({"cpu": "4"})], overhead={"cpu": "1"}),
+        {CPU: 5000},
+        id="overhead is added after the init maximum",
+    ),
+    pytest.param(
+        make_pod([ctr(limits={"cpu": "2", "memory": "1Gi"})]),
+        {CPU: 2000, MEMORY: GI},
+        id="a limit without a request becomes the request",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "100m"}, limits={"cpu": "2", "memory": "1Gi"})]),
+        {CPU: 100, MEMORY: GI},
+        id="limit defaulting is per resource and never raises a request",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "1"})], init=[ctr(limits={"cpu": "3"})]),
+        {CPU: 3000},
+        id="init container limits default their requests too",
+    ),
+    pytest.param(
+        make_pod([ctr({"nvidia.com/gpu": "1"}), ctr(limits={"nvidia.com/gpu": "2"})]),
+        {"nvidia.com/gpu": 3},
+        id="extended resources are summed in units",
+    ),
+    pytest.param(
+        make_pod([ctr({"hugepages-2Mi": "4Mi", EPHEMERAL_STORAGE: "1G"})]),
+        {"hugepages-2Mi": 4 * MI, EPHEMERAL_STORAGE: 10**9},
+        id="hugepages and ephemeral storage are bytes",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "0", "memory": "1Mi"})]),
+        {MEMORY: MI},
+        id="zero requests are omitted",
+    ),
+    pytest.param(make_pod(), {}, id="a pod without containers requests nothing"),
+    pytest.param(
+        make_pod([ctr({"cpu": "0.5m"}), ctr({"cpu": "0.5m"})]),
+        {CPU: 1},
+        id="sub-millicore requests are summed before rounding up",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod", "expected"), REQUESTS)
+def test_pod_requests(pod: Pod, expected: ResourceVector) -> None:
+    assert pod_requests(pod) == expected
+
+
+NONZERO = [
+    pytest.param(
+        make_pod([ctr()]),
+        (100, DEFAULT_MEMORY_REQUEST),
+        id="a container without requests counts 100m and 200Mi",
+    ),
+    pytest.param(
+        make_pod([ctr(), ctr()]),
+        (200, 2 * DEFAULT_MEMORY_REQUEST),
+        id="every request-less container adds the defaults",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "0", "memory": "0"})]),
+        (0, 0),
+        id="an explicit zero request stays zero",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "250m"})]),
+        (250, DEFAULT_MEMORY_REQUEST),
+        id="only the missing resource is defaulted",
+    ),
+    pytest.param(
+        make_pod([ctr(limits={"cpu": "2", "memory": "1Gi"})]),
+        (2000, GI),
+        id="a limit counts as the request before defaults",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "50m", "memory": "10Mi"})], init=[ctr()]),
+        (100, DEFAULT_MEMORY_REQUEST),
+        id="a request-less init container counts the defaults in the maximum",
+    ),
+    pytest.param(
+        make_pod([ctr({"cpu": "1", "memory": "1Gi"})], init=[ctr(sidecar=True)]),
+        (1100, GI + DEFAULT_MEMORY_REQUEST),
+        id="a request-less sidecar adds the defaults to the sum",
+    ),
+    pytest.param(
+        make_pod([ctr()], overhead={"cpu": "10m", "memory": "1Mi"}),
+        (110, DEFAULT_MEMORY_REQUEST + MI),
+        id="overhead is added to the non-zero requests",
+    ),
+    pytest.param(make_pod(), (0, 0), id="a pod without containers scores as zero"),
+]
+
+
+@pytest.mark.parametrize(("pod", "expected"), NONZERO)
+def test_pod_nonzero_requests(pod: Pod, expected: tuple[int, int]) -> None:
+    assert pod_nonzero_requests(pod) == expected
+
+
+def make_node(allocatable: dict[str, str], capacity: dict[str, str]) -> Node:
+    return Node.model_validate(
+        {"metadata": {"name": "n1"}, "status": {"allocatable": allocatable, "capacity": capacity}}
+    )
+
+
+@pytest.mark.parametrize(
+    ("node", "expected"),
+    [
+        pytest.param(
+            make_node({"cpu": "3800m", "memory": "14Gi", "pods": "110"}, {"cpu": "4"}),
+            {CPU: 3800, MEMORY: 14 * GI, "pods": 110},
+            id="allocatable wins over capacity",
+        ),
+        pytest.param(
+            make_node({"cpu": "4"}, {"cpu": "4", "nvidia.com/gpu": "8"}),
+            {CPU: 4000, "nvidia.com/gpu": 8},
+            id="capacity stands in for a resource missing from allocatable",
+        ),
+        pytest.param(
+            make_node({"nvidia.com/gpu": "0"}, {}),
+            {"nvidia.com/gpu": 0},
+            id="a zero allocatable is kept",
+        ),
+        pytest.param(make_node({}, {}), {}, id="a node reporting nothing offers nothing"),
+    ],
+)
+def test_node_allocatable(node: Node, expected: ResourceVector) -> None:
+    assert node_allocatable(node) == expected
+
+
+def test_a_malformed_quantity_names_the_pod_and_field() -> None:
+    pod = make_pod([ctr({"cpu": "1"}), ctr({"memory": "12x"})])
+    with pytest.raises(QuantityError) as caught:
+        pod_requests(pod)
+    message = str(caught.value)
+    assert "pod ns/p: spec.containers[1].resources.requests[memory]" in message
+    assert "invalid quantity '12x'" in message
+
+
+def test_a_malformed_allocatable_names_the_node() -> None:
+    with pytest.raises(QuantityError, match=r"node n1: status.allocatable\[cpu\]"):
+        node_allocatable(make_node({"cpu": "four"}, {}))
+
+
+# --- properties ----------------------------------------------------------------------
+
+_quantities = st.builds(
+    lambda amount, suffix: f"{amount}{suffix}",
+    st.integers(0, 5000),
+    st.sampled_from(["", "m", "n", "k", "Mi", "Gi"]),
+)
+_resource_maps = st.dictionaries(
+    st.sampled_from([CPU, MEMORY, "nvidia.com/gpu", EPHEMERAL_STORAGE]), _quantities, max_size=4
+)
+_containers = st.builds(
+    lambda requests, limits, sidecar: ctr(requests, limits, sidecar),
+    _resource_maps,
+    _resource_maps,
+    st.booleans(),
+)
+
+
+@settings(max_examples=150)
+@given(
+    st.lists(_containers, max_size=4),
+    st.lists(_containers, max_size=4),
+    _resource_maps,
+)
+def test_pod_requests_cover_every_single_container(
+    containers: list[dict[str, Any]], init: list[dict[str, Any]], overhead: dict[str, str]
+) -> None:
+    for body in containers:
+        body.pop("restartPolicy", None)  # only init containers can be sidecars
+    pod = make_pod(containers, init, overhead)
+    total = pod_requests(pod)
+    for container in [*pod.spec.containers, *pod.spec.init_containers]:
+        effective = {**container.resources.limits, **container.resources.requests}
+        for name, text in effective.items():
+            assert total.get(name, 0) >= resource_to_int(name, text), (name, text)
+    cpu, memory = pod_nonzero_requests(pod)
+    assert cpu >= total.get(CPU, 0)
+    assert memory >= total.get(MEMORY, 0)
