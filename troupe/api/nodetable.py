@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from troupe.api.objects import Node, NodeSelector, NodeSelectorTerm, PodKey, Taint
 from troupe.api.podinfo import HostPort, PodInfo
 from troupe.api.resources import CPU, MEMORY, PODS, node_allocatable
-from troupe.api.selectors import requirement_matches
+from troupe.api.selectors import node_selector_term_is_valid, requirement_matches
 
 PodChange = tuple[int, int, PodInfo]
 """(+1 added / -1 removed, slot, pod)."""
@@ -137,20 +137,24 @@ class NodeTable:
 
     def node_selector_term_mask(self, term: NodeSelectorTerm) -> BoolArray:
         """Slots matching one term (expressions ANDed); an empty term matches none."""
-        if not term.match_expressions and not term.match_fields:
+        if (not term.match_expressions and not term.match_fields) or not (
+            node_selector_term_is_valid(term)
+        ):
+            # Upstream: an empty or unparsable term matches no node.
             return np.zeros(self.capacity, dtype=bool)
         mask = self.present.copy()
         for req in term.match_expressions:
             mask &= self.label_mask(req.key, _requirement_predicate(req.operator, req.values))
         for req in term.match_fields:
-            if req.key != "metadata.name":
-                return np.zeros(self.capacity, dtype=bool)
-            names = np.fromiter(
-                (requirement_matches(req.operator, req.values, n or None) for n in self.names),
+            # Only metadata.name is a node field selectors may use; others read "".
+            names = (
+                self.names if req.key == "metadata.name" else [""] * self.capacity
+            )
+            mask &= np.fromiter(
+                (requirement_matches(req.operator, req.values, n) for n in names),
                 dtype=bool,
                 count=self.capacity,
             )
-            mask &= names
         return mask
 
     def node_selector_mask(self, selector: NodeSelector) -> BoolArray:
@@ -222,8 +226,8 @@ class NodeTable:
         self.nodes[slot] = node
         self.unschedulable[slot] = node.spec.unschedulable
         self.allocatable[:, slot] = 0
-        for resource, value in node_allocatable(node).items():
-            self.allocatable[self.resource_row(resource), slot] = value
+        for resource, amount in node_allocatable(node).items():
+            self.allocatable[self.resource_row(resource), slot] = amount
         for column in self.labels.values():
             column[slot] = _ABSENT
         for key, value in node.metadata.labels.items():
