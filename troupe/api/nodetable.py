@@ -227,11 +227,13 @@ class NodeTable:
         self.unschedulable[slot] = node.spec.unschedulable
         self.allocatable[:, slot] = 0
         for resource, amount in node_allocatable(node).items():
-            self.allocatable[self.resource_row(resource), slot] = amount
+            row = self.resource_row(resource)  # may grow the arrays: index after
+            self.allocatable[row, slot] = amount
         for column in self.labels.values():
             column[slot] = _ABSENT
         for key, value in node.metadata.labels.items():
-            self._label_column(key)[slot] = self._label_id(key, value)
+            column = self._label_column(key)
+            column[slot] = self._label_id(key, value)
         self.taints[:, slot] = False
         ids = tuple(self._taint_id(t) for t in node.spec.taints)
         for tid in ids:
@@ -322,7 +324,8 @@ class NodeTable:
 
     def _account(self, info: PodInfo, slot: int, sign: int) -> None:
         for resource, value in info.requests.items():
-            self.requested[self.resource_row(resource), slot] += sign * value
+            row = self.resource_row(resource)  # may grow the arrays: index after
+            self.requested[row, slot] += sign * value
         self.requested[self.resource_index[PODS], slot] += sign
         self.nonzero_requested[0, slot] += sign * info.nonzero_cpu
         self.nonzero_requested[1, slot] += sign * info.nonzero_memory
