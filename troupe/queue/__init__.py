@@ -1,0 +1,26 @@
+"""The dual pod / pod-group scheduling queue (DESIGN.md "The dual queue").
+
+``troupe.scheduler`` builds one ``SchedulingQueue`` per scheduler with the
+profile's QueueSort ``less`` and PreEnqueue runner, feeds it from the informers
+and pops ``QueuedEntity`` objects from it. One module per sub-queue: ``active``,
+``backoff``, ``unschedulable`` (also the gated pool), ``in_flight``, ``nominator``;
+``scheduling_queue`` holds the flow between them. Imports only ``troupe.api``.
+"""
+
+from troupe.queue.backoff import backoff_duration
+from troupe.queue.entity import EntityKind, LessFunc, QueuedEntity, QueuedPodInfo
+from troupe.queue.scheduling_queue import SchedulingQueue
+from troupe.queue.sort import priority_sort_less
+from troupe.queue.sub_queues import IncomingHook, QueueName
+
+__all__ = [
+    "EntityKind",
+    "IncomingHook",
+    "LessFunc",
+    "QueueName",
+    "QueuedEntity",
+    "QueuedPodInfo",
+    "SchedulingQueue",
+    "backoff_duration",
+    "priority_sort_less",
+]

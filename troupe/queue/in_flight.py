@@ -1,0 +1,111 @@
+"""Entities being scheduled, and the cluster events seen meanwhile (upstream ``inFlightPods``).
+
+``SchedulingQueue.pop`` starts a flight; the flight ends with
+``add_unschedulable_if_not_present`` (the attempt failed) or ``done`` (it
+succeeded). A cluster event that arrives while an entity is in flight may be the
+very event that makes it schedulable, so the queue logs such events; when the
+attempt fails the entity's queueing hints are asked about the events logged since
+its pop, and a QUEUE answer sends it to backoff instead of the unschedulable pool.
+
+Each logged event carries the scheduling cycle at which it arrived. An entity
+popped at cycle ``c`` cares about events logged at cycle ``>= c``; events older
+than the oldest flight are dropped, so the log stays as short as the longest
+attempt in progress. Events may target one entity only (an update of that pod, a
+forced activation): ``target`` is then the entity key.
+
+Flights also remember the latest informer version of their pod and whether it was
+deleted, so a failed attempt requeues the current pod or nothing at all.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from troupe.api.events import ClusterEvent
+from troupe.api.podinfo import PodInfo
+from troupe.queue.entity import QueuedEntity
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    cycle: int
+    event: ClusterEvent
+    old: object | None
+    new: object | None
+    target: str | None = None
+
+
+@dataclass(slots=True)
+class Flight:
+    entity: QueuedEntity
+    cycle: int
+    latest: PodInfo | None = None  # newest informer version, if updated in flight
+    deleted: bool = False
+
+
+class InFlight:
+    def __init__(self) -> None:
+        # Insertion order is pop order, so the first flight is the oldest.
+        self._flights: dict[str, Flight] = {}
+        self._log: deque[LoggedEvent] = deque()
+
+    def __len__(self) -> int:
+        return len(self._flights)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._flights
+
+    def get(self, key: str) -> Flight | None:
+        return self._flights.get(key)
+
+    def entities(self) -> list[QueuedEntity]:
+        return [flight.entity for flight in self._flights.values()]
+
+    @property
+    def logged_events(self) -> int:
+        return len(self._log)
+
+    def start(self, entity: QueuedEntity, cycle: int) -> None:
+        # A flight left under this key belongs to a deleted pod whose attempt has
+        # not reported back yet; the new entity supersedes it.
+        self._flights.pop(entity.key, None)
+        self._flights[entity.key] = Flight(entity, cycle)
+
+    def log(
+        self,
+        cycle: int,
+        event: ClusterEvent,
+        old: object | None,
+        new: object | None,
+        target: str | None = None,
+    ) -> None:
+        """Remember ``event`` if an entity it may concern is in flight."""
+        if not self._flights or (target is not None and target not in self._flights):
+            return
+        self._log.append(LoggedEvent(cycle, event, old, new, target))
+
+    def events_for(self, flight: Flight) -> list[LoggedEvent]:
+        key = flight.entity.key
+        return [
+            e
+            for e in self._log
+            if e.cycle >= flight.cycle and (e.target is None or e.target == key)
+        ]
+
+    def end(self, key: str, entity: QueuedEntity | None = None) -> Flight | None:
+        """End the flight of ``key`` (only if it is ``entity``'s, when given)."""
+        flight = self._flights.get(key)
+        if flight is None or (entity is not None and flight.entity is not entity):
+            return None
+        del self._flights[key]
+        self._prune()
+        return flight
+
+    def _prune(self) -> None:
+        if not self._flights:
+            self._log.clear()
+            return
+        oldest = next(iter(self._flights.values())).cycle
+        while self._log and self._log[0].cycle < oldest:
+            self._log.popleft()
