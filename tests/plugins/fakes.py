@@ -1,0 +1,143 @@
+"""A tiny framework Handle and scheduler client for plugin tests.
+
+Plugins only see ``troupe.api.framework.Handle``; these doubles record what the
+plugin did (bindings) and can be told to fail, so no test needs the scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from troupe.api.client import ApiError, Event
+from troupe.api.clock import FakeClock
+from troupe.api.cycle import CycleState
+from troupe.api.framework import (
+    FilterPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+    WaitingPod,
+)
+from troupe.api.nodetable import NodeTable
+from troupe.api.objects import Pod, PodCondition
+from troupe.api.podinfo import PodInfo
+from troupe.api.status import Code, Status
+
+
+@dataclass
+class RecordingClient:
+    """Records bindings; raises ``fail_with`` from ``bind`` when set."""
+
+    bindings: list[tuple[str, str]] = field(default_factory=list)
+    fail_with: Exception | None = None
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        if self.fail_with is not None:
+            raise self.fail_with
+        self.bindings.append((pod.key, node_name))
+
+    async def patch_pod_status(
+        self, pod: Pod, condition: PodCondition | None, nominated_node_name: str | None
+    ) -> None:
+        raise AssertionError("plugins under test must not patch pod status")
+
+    async def record_event(self, event: Event) -> None:
+        raise AssertionError("plugins under test must not record events")
+
+
+class FakeHandle:
+    def __init__(self, table: NodeTable | None = None) -> None:
+        self._table = table if table is not None else NodeTable()
+        self._client = RecordingClient()
+        self._clock = FakeClock()
+
+    @property
+    def client(self) -> RecordingClient:
+        return self._client
+
+    @property
+    def clock(self) -> FakeClock:
+        return self._clock
+
+    @property
+    def table(self) -> NodeTable:
+        return self._table
+
+    @property
+    def scheduler_name(self) -> str:
+        return "troupe-scheduler"
+
+    def get_waiting_pod(self, key: str) -> WaitingPod | None:
+        return None
+
+    def iterate_waiting_pods(self) -> Sequence[WaitingPod]:
+        return ()
+
+
+def conflict(message: str = "pod already bound") -> ApiError:
+    return ApiError(409, message)
+
+
+# --- running one plugin the way the framework would ------------------------------
+
+
+@dataclass(frozen=True)
+class FilterOutcome:
+    """A filter run seen by node name: who passed and why the others did not."""
+
+    status: Status  # PreFilter's status (SKIP: filter not run)
+    feasible: frozenset[str]
+    reasons: dict[str, list[str]]  # node -> reasons, in explain order
+    codes: dict[str, set[Code]]  # node -> codes of its rejections
+    node_names: frozenset[str] | None = None  # PreFilterResult
+
+
+def run_filter(plugin: object, pod: PodInfo | Pod, table: NodeTable) -> FilterOutcome:
+    """PreFilter (if any), then Filter over every present node, then explain."""
+    info = pod if isinstance(pod, PodInfo) else PodInfo.of(pod)
+    state = CycleState()
+    status = Status()
+    node_names = None
+    if isinstance(plugin, PreFilterPlugin):
+        result, status = plugin.pre_filter(state, info, table)
+        node_names = result.node_names if result is not None else None
+        if status.is_skip:
+            return FilterOutcome(status, frozenset(table.index), {}, {}, node_names)
+        if not status.is_success:
+            return FilterOutcome(status, frozenset(), {}, {}, node_names)
+    assert isinstance(plugin, FilterPlugin)
+    out = plugin.filter(state, info, table)
+    assert out.feasible.shape == (table.capacity,)
+    present = table.present
+    feasible = frozenset(table.names[s] for s in np.flatnonzero(out.feasible & present))
+    reasons: dict[str, list[str]] = {}
+    codes: dict[str, set[Code]] = {}
+    for rejection in out.explain():
+        for slot in np.flatnonzero(rejection.nodes & present):
+            reasons.setdefault(table.names[slot], []).append(rejection.reason)
+            codes.setdefault(table.names[slot], set()).add(rejection.code)
+    return FilterOutcome(status, feasible, reasons, codes, node_names)
+
+
+def run_score(
+    plugin: object, pod: PodInfo | Pod, table: NodeTable, normalize: bool = True
+) -> dict[str, int] | None:
+    """PreScore (None when it returns SKIP), Score over all present nodes, then
+    NormalizeScore when the plugin has it."""
+    info = pod if isinstance(pod, PodInfo) else PodInfo.of(pod)
+    state = CycleState()
+    slots = table.slots()
+    if isinstance(plugin, PreScorePlugin):
+        status = plugin.pre_score(state, info, table, slots)
+        if status.is_skip:
+            return None
+        assert status.is_success, status
+    assert isinstance(plugin, ScorePlugin)
+    scores = plugin.score(state, info, table, slots)
+    assert scores.dtype == np.int64 and scores.shape == (len(slots),)
+    if normalize and isinstance(plugin, ScoreExtensions):
+        plugin.normalize_score(state, info, scores)
+    return {table.names[s]: int(v) for s, v in zip(slots, scores, strict=True)}

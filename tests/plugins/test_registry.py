@@ -1,0 +1,106 @@
+"""The registry: default plugins, extension points read from the classes, the catalog."""
+
+from __future__ import annotations
+
+import pytest
+from troupe.api.config import DEFAULT_MULTIPOINT, load_config
+from troupe.api.framework import EnqueueExtensions, FilterPlugin, PreEnqueuePlugin
+from troupe.plugins import names
+from troupe.plugins.nodeaffinity import NodeAffinityArgs
+from troupe.plugins.noderesources import Fit, NodeResourcesFitArgs
+from troupe.plugins.nodeunschedulable import NodeUnschedulable
+from troupe.plugins.registry import (
+    Registry,
+    catalog,
+    default_registry,
+    extension_points_of,
+    plugin_spec,
+)
+from troupe.plugins.schedulinggates import SchedulingGates
+
+from tests.plugins.fakes import FakeHandle
+
+MINIMAL_CONFIG = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+def test_the_default_registry_holds_every_default_plugin() -> None:
+    assert set(default_registry().names()) == {name for name, _ in DEFAULT_MULTIPOINT}
+
+
+def test_every_default_plugin_builds_with_default_args_and_carries_its_name() -> None:
+    handle = FakeHandle()
+    for spec in default_registry():
+        args = spec.args_model.model_validate({}) if spec.args_model else None
+        plugin = spec.factory(args, handle)
+        assert getattr(plugin, "name", None) == spec.name
+        assert isinstance(plugin, spec.plugin_class)
+
+
+def test_every_plugin_that_can_reject_says_which_events_may_help() -> None:
+    for spec in default_registry():
+        if issubclass(spec.plugin_class, FilterPlugin | PreEnqueuePlugin):
+            assert issubclass(spec.plugin_class, EnqueueExtensions), spec.name
+
+
+@pytest.mark.parametrize(
+    ("plugin_class", "points"),
+    [
+        pytest.param(SchedulingGates, {"preEnqueue"}, id="a pre-enqueue plugin"),
+        pytest.param(NodeUnschedulable, {"preFilter", "filter"}, id="a filter plugin"),
+        pytest.param(Fit, {"preFilter", "filter", "preScore", "score"}, id="filter and score"),
+    ],
+)
+def test_extension_points_are_read_from_the_class(plugin_class: type, points: set[str]) -> None:
+    assert extension_points_of(plugin_class) == points
+
+
+def test_the_catalog_resolves_the_upstream_default_profile() -> None:
+    config = load_config(MINIMAL_CONFIG, catalog(default_registry()))
+    profile = config.profiles[0]
+    assert profile.names("filter") == (
+        names.NODE_UNSCHEDULABLE,
+        names.NODE_NAME,
+        names.TAINT_TOLERATION,
+        names.NODE_AFFINITY,
+        names.NODE_PORTS,
+        names.NODE_RESOURCES_FIT,
+        names.POD_TOPOLOGY_SPREAD,
+        names.INTER_POD_AFFINITY,
+    )
+    assert profile.names("bind") == (names.DEFAULT_BINDER,)
+    assert isinstance(profile.args[names.NODE_RESOURCES_FIT], NodeResourcesFitArgs)
+
+
+def test_plugin_args_from_a_profile_are_validated_by_the_plugin_model() -> None:
+    text = MINIMAL_CONFIG + (
+        "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n"
+        "    args: {scoringStrategy: {type: Spread}}\n"
+    )
+    with pytest.raises(ValueError, match=r"scoringStrategy\.type"):
+        load_config(text, catalog(default_registry()))
+
+
+def test_registering_a_name_twice_fails() -> None:
+    registry = Registry([plugin_spec(SchedulingGates)])
+    with pytest.raises(ValueError, match="'SchedulingGates' is already registered"):
+        registry.register(plugin_spec(SchedulingGates))
+    assert "SchedulingGates" in registry and registry.get("Nope") is None
+    with pytest.raises(KeyError, match="no plugin named 'Nope'"):
+        registry["Nope"]
+
+
+def test_a_factory_refuses_args_of_another_plugin() -> None:
+    spec = plugin_spec(Fit, NodeResourcesFitArgs)
+    with pytest.raises(TypeError, match="takes NodeResourcesFitArgs"):
+        spec.factory(NodeAffinityArgs(), FakeHandle())
+    no_args = plugin_spec(SchedulingGates)
+    with pytest.raises(TypeError, match="takes no args"):
+        no_args.factory(NodeResourcesFitArgs(), FakeHandle())
+
+
+def test_a_class_without_a_name_cannot_be_registered() -> None:
+    class Nameless:
+        pass
+
+    with pytest.raises(ValueError, match="has no 'name' class attribute"):
+        plugin_spec(Nameless)

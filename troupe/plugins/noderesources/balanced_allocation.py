@@ -1,0 +1,60 @@
+"""NodeResourcesBalancedAllocation: prefer nodes whose cpu and memory (by default)
+would be used in similar proportions once the pod is placed.
+
+Score (upstream ``balancedResourceScorer``): ``(1 - std) * 100`` of the requested /
+allocatable fractions, where requested includes the pod. Like upstream it uses the
+plain requests, not the non-zero defaults (``useRequested``), and PreScore returns
+SKIP for a pod that requests none of the resources (kubernetes#129138: scoring
+best-effort pods this way piles them onto one node).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from troupe.api.cycle import CycleState, StateKey
+from troupe.api.framework import Handle
+from troupe.api.nodetable import IndexArray, IntArray, NodeTable
+from troupe.api.podinfo import PodInfo
+from troupe.api.status import SKIP, SUCCESS, Status
+from troupe.plugins import names
+from troupe.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
+from troupe.plugins.noderesources.resource_allocation import (
+    PodDemand,
+    balanced_allocation,
+    pod_demand,
+    requested_and_allocatable,
+)
+
+SCORE_KEY = StateKey[PodDemand]("PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION)
+
+
+class BalancedAllocation:
+    name = names.NODE_RESOURCES_BALANCED_ALLOCATION
+
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> None:
+        del handle
+        args = args or NodeResourcesBalancedAllocationArgs()
+        self._resources = tuple(r.name for r in args.resources)
+
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
+    ) -> Status:
+        demand = pod_demand(pod, self._resources, use_requested=True)
+        if demand.best_effort:
+            return SKIP
+        state.write(SCORE_KEY, demand)
+        return SUCCESS
+
+    def score(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
+    ) -> IntArray:
+        demand = state.get(SCORE_KEY)
+        if demand is None:  # PreScore disabled in this profile
+            demand = pod_demand(pod, self._resources, use_requested=True)
+            if demand.best_effort:
+                return np.zeros(len(slots), dtype=np.int64)
+        requested, allocatable = requested_and_allocatable(
+            table, slots, self._resources, demand, use_requested=True
+        )
+        return balanced_allocation(requested, allocatable)

@@ -1,0 +1,22 @@
+"""PrioritySort: higher priority first, then earlier, then by key (KEP-3370 QueueSort).
+
+Upstream compares pod priority and then the pod's queue timestamp; troupe's queue
+also holds pod groups, so the comparison works on ``Sortable`` entities and breaks
+the last tie by key to make the order total.
+"""
+
+from __future__ import annotations
+
+from troupe.api.framework import Handle, Sortable
+from troupe.plugins import names
+from troupe.queue.sort import priority_sort_less
+
+
+class PrioritySort:
+    name = names.PRIORITY_SORT
+
+    def __init__(self, args: None, handle: Handle) -> None:
+        del args, handle
+
+    def less(self, a: Sortable, b: Sortable) -> bool:
+        return priority_sort_less(a, b)
