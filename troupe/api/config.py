@@ -26,7 +26,9 @@ import yaml
 from pydantic import ValidationError
 
 from troupe.api.config_model import (
+    API_VERSION,
     EXTENSION_POINTS,
+    KIND,
     MULTI_POINT,
     ClientConnectionConfiguration,
     ConfigError,
@@ -419,3 +421,9 @@ def _resolved_config(
         client_connection=cfg.client_connection,
         profiles=profiles,
     )
+
+
+def config_document(**fields: Any) -> dict[str, Any]:
+    """A configuration mapping with apiVersion and kind filled in (for code that
+    builds a profile rather than reading a file)."""
+    return {"apiVersion": API_VERSION, "kind": KIND, **fields}

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum, Flag, auto
+from enum import Enum, Flag, StrEnum, auto
 
 from troupe.api.objects import Pod
 
 
-class Resource(str, Enum):
+class Resource(StrEnum):
     NODE = "Node"
     POD = "Pod"  # an unscheduled pod (in the queue)
     ASSIGNED_POD = "AssignedPod"  # a pod bound (or assumed) to a node

@@ -1,0 +1,22 @@
+"""Entry point: ``python -m bench basic --nodes 5000 --existing-pods 1000 --pods 10000``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench import basic
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    sub = parser.add_subparsers(dest="name", required=True)
+    basic.add_arguments(sub.add_parser("basic", help="SchedulingBasic in process"))
+    args = parser.parse_args(argv)
+    if args.name == "basic":
+        return basic.run(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""An in-process scheduler on a FakeClock with a recording client, for engine tests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from troupe.api.clock import FakeClock
+from troupe.api.config import config_document, load_config
+from troupe.api.objects import Node, Pod
+from troupe.plugins.registry import Registry, catalog, default_registry
+from troupe.scheduler.handlers import ClusterEventHandlers
+from troupe.scheduler.schedule_one import Scheduler
+
+from tests.scheduler.fakes import Recorder
+
+
+class Harness:
+    def __init__(
+        self,
+        config: dict[str, Any] | None = None,
+        registry: Registry | None = None,
+        echo: bool = True,
+        seed: int = 0,
+    ) -> None:
+        self.registry = registry or default_registry()
+        self.config = load_config(config_document(**(config or {})), catalog(self.registry))
+        self.clock = FakeClock()
+        self.client = Recorder()
+        self.scheduler = Scheduler(self.config, self.registry, self.client, self.clock, seed=seed)
+        self.handlers = ClusterEventHandlers(self.scheduler)
+        if echo:
+            self.client.echo_to = self.handlers.on_pod_update
+
+    def nodes(self, nodes: Iterable[Node]) -> Harness:
+        for node in nodes:
+            self.handlers.on_node_add(node)
+        return self
+
+    def pods(self, pods: Iterable[Pod]) -> Harness:
+        for pod in pods:
+            self.handlers.on_pod_add(pod)
+        return self
+
+    async def settle(self, rounds: int = 50) -> None:
+        """Schedule everything currently poppable, and let bindings finish."""
+        for _ in range(rounds):
+            while self.scheduler.queue.pending_counts()["active"]:
+                await self.scheduler.schedule_one()
+            for _ in range(5):
+                await asyncio.sleep(0)
+            if (
+                not len(self.scheduler.bindings)
+                and not self.scheduler.queue.pending_counts()["active"]
+            ):
+                break
+        await self.scheduler.bindings.drain(timeout=5)
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+    async def advance(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+        self.scheduler.queue.flush_backoff_completed()
+        self.scheduler.queue.flush_unschedulable_leftover()
+        await asyncio.sleep(0)
+
+    async def close(self) -> None:
+        await self.scheduler.stop(grace=1)

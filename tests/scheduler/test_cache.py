@@ -1,0 +1,102 @@
+"""Cache: assume / forget / finish binding, expiry, pods moving, node deletion."""
+
+from __future__ import annotations
+
+from troupe.api.clock import FakeClock
+from troupe.api.podinfo import PodInfo
+from troupe.scheduler.cache import Cache
+
+from tests.plugins.builders import make_node, make_pod
+
+
+def cache_with(*names: str) -> tuple[Cache, FakeClock]:
+    clock = FakeClock()
+    cache = Cache(clock, assumed_ttl=30)
+    for n in names:
+        cache.add_node(make_node().name(n).capacity(cpu="4", memory="8Gi", pods=10).obj())
+    return cache, clock
+
+
+def cpu_on(cache: Cache, node: str) -> int:
+    return int(cache.table.requested[0, cache.table.index[node]])
+
+
+def test_an_assumed_pod_takes_capacity_and_forget_returns_it() -> None:
+    cache, _ = cache_with("n1")
+    info = PodInfo.of(make_pod().name("p").req(cpu="1").obj())
+    cache.assume(info, "n1")
+    assert cpu_on(cache, "n1") == 1000 and cache.is_assumed("default/p")
+    cache.forget(info)
+    assert cpu_on(cache, "n1") == 0 and "default/p" not in cache
+
+
+def test_the_bound_pod_confirms_the_assumption_without_double_counting() -> None:
+    cache, clock = cache_with("n1")
+    pod = make_pod().name("p").req(cpu="1").obj()
+    cache.assume(PodInfo.of(pod), "n1")
+    cache.finish_binding(pod.key)
+    cache.add_pod(pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": "n1"})}))
+    assert cpu_on(cache, "n1") == 1000 and not cache.is_assumed("default/p")
+    clock.advance(60)
+    assert cache.cleanup_expired() == []
+    assert cpu_on(cache, "n1") == 1000
+
+
+def test_an_assumed_pod_whose_binding_is_never_confirmed_expires() -> None:
+    cache, clock = cache_with("n1")
+    info = PodInfo.of(make_pod().name("p").req(cpu="1").obj())
+    cache.assume(info, "n1")
+    clock.advance(100)
+    assert cache.cleanup_expired() == []  # binding not finished: never expires
+    cache.finish_binding(info.key)
+    clock.advance(29)
+    assert cache.cleanup_expired() == []
+    clock.advance(2)
+    assert cache.cleanup_expired() == ["default/p"]
+    assert cpu_on(cache, "n1") == 0
+
+
+def test_a_pod_bound_elsewhere_than_assumed_moves_to_its_real_node() -> None:
+    cache, _ = cache_with("n1", "n2")
+    pod = make_pod().name("p").req(cpu="1").obj()
+    cache.assume(PodInfo.of(pod), "n1")
+    cache.add_pod(pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": "n2"})}))
+    assert cpu_on(cache, "n1") == 0 and cpu_on(cache, "n2") == 1000
+
+
+def test_a_pod_update_that_changes_node_moves_it() -> None:
+    cache, _ = cache_with("n1", "n2")
+    old = make_pod().name("p").req(cpu="1").node("n1").obj()
+    cache.add_pod(old)
+    new = old.model_copy(update={"spec": old.spec.model_copy(update={"node_name": "n2"})})
+    cache.update_pod(old, new)
+    assert cpu_on(cache, "n1") == 0 and cpu_on(cache, "n2") == 1000
+
+
+def test_deleting_a_node_keeps_its_pods_until_it_returns() -> None:
+    cache, _ = cache_with("n1")
+    pod = make_pod().name("p").req(cpu="1").node("n1").obj()
+    cache.add_pod(pod)
+    cache.remove_node("n1")
+    assert cache.node_count == 0 and "default/p" in cache
+    cache.add_node(make_node().name("n1").capacity(cpu="4", memory="8Gi", pods=10).obj())
+    assert cpu_on(cache, "n1") == 1000
+    cache.remove_pod(pod)
+    assert cpu_on(cache, "n1") == 0
+
+
+def test_a_pod_on_an_unknown_node_is_accounted_when_the_node_appears() -> None:
+    cache, _ = cache_with()
+    cache.add_pod(make_pod().name("p").req(cpu="1").node("late").obj())
+    cache.add_node(make_node().name("late").capacity(cpu="4", memory="8Gi", pods=10).obj())
+    assert cpu_on(cache, "late") == 1000
+
+
+def test_removing_a_pod_from_a_deleted_node_forgets_it() -> None:
+    cache, _ = cache_with("n1")
+    pod = make_pod().name("p").req(cpu="1").node("n1").obj()
+    cache.add_pod(pod)
+    cache.remove_node("n1")
+    cache.remove_pod(pod)
+    cache.add_node(make_node().name("n1").capacity(cpu="4", memory="8Gi", pods=10).obj())
+    assert cpu_on(cache, "n1") == 0 and cache.pod_count == 0

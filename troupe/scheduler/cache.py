@@ -1,0 +1,183 @@
+"""The scheduler cache: nodes and the pods that occupy them, including assumed pods.
+
+The informers (``troupe.scheduler.informers``) report nodes and assigned pods; the
+scheduling cycle *assumes* a pod onto its chosen node so the next cycle sees the
+capacity taken before the binding is confirmed; the binding cycle then either
+``finish_binding`` (the API accepted it) or ``forget``s it (it failed). An assumed
+pod whose binding finished but whose bound state never arrives from the watch expires
+after ``assumed_ttl`` seconds (``cleanup_expired``), so a lost event cannot leak
+capacity forever.
+
+Pods whose node is not (or no longer) known are kept aside and accounted again when
+the node appears: node deletion never loses its pods.
+
+All node state lives in the ``NodeTable`` (``self.table``), which is also the live
+snapshot every cycle reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from troupe.api.clock import Clock
+from troupe.api.nodetable import NodeTable
+from troupe.api.objects import Node, Pod, PodKey
+from troupe.api.podinfo import PodInfo
+
+log = structlog.get_logger("troupe.cache")
+
+
+@dataclass(slots=True)
+class _CachedPod:
+    info: PodInfo
+    node_name: str
+    assumed: bool
+    binding_finished: bool = False
+    deadline: float | None = None
+
+
+class Cache:
+    def __init__(self, clock: Clock, assumed_ttl: float = 900.0, table: NodeTable | None = None):
+        self.table = table if table is not None else NodeTable()
+        self._clock = clock
+        self._assumed_ttl = assumed_ttl
+        self._pods: dict[PodKey, _CachedPod] = {}
+        # Pods whose node is unknown: node name -> key -> info.
+        self._orphans: dict[str, dict[PodKey, PodInfo]] = {}
+
+    # --- nodes -----------------------------------------------------------------
+
+    def add_node(self, node: Node) -> None:
+        self.table.add_node(node)
+        for info in self._orphans.pop(node.metadata.name, {}).values():
+            self.table.add_pod(info, node.metadata.name)
+
+    def update_node(self, node: Node) -> None:
+        if node.metadata.name in self.table.index:
+            self.table.update_node(node)
+        else:
+            self.add_node(node)
+
+    def remove_node(self, name: str) -> None:
+        pods = self.table.remove_node(name)
+        if pods:
+            self._orphans[name] = {p.key: p for p in pods}
+
+    @property
+    def node_count(self) -> int:
+        return self.table.size
+
+    # --- pods from the informers -----------------------------------------------
+
+    def add_pod(self, pod: Pod) -> None:
+        """An assigned pod was observed (added, or updated to bound)."""
+        key = pod.key
+        cached = self._pods.get(key)
+        if cached is not None:
+            if cached.assumed and cached.node_name == pod.spec.node_name:
+                # The binding we made is confirmed: keep the accounting, drop expiry.
+                cached.assumed = False
+                cached.deadline = None
+                if cached.info.pod.metadata.labels == pod.metadata.labels:
+                    # Binding changes nothing the accounting derived from the spec.
+                    cached.info.pod = pod
+                else:
+                    self._replace(cached, PodInfo.of(pod))
+                return
+            # Assumed elsewhere, or already known: the API server is the truth.
+            self._unaccount(cached)
+        info = PodInfo.of(pod)
+        self._pods[key] = _CachedPod(info, pod.spec.node_name, assumed=False)
+        self._account(info, pod.spec.node_name)
+
+    def update_pod(self, old: Pod, new: Pod) -> None:
+        cached = self._pods.get(new.key)
+        if cached is None or cached.node_name != new.spec.node_name or cached.assumed:
+            self.add_pod(new)
+            return
+        self._replace(cached, PodInfo.of(new))
+
+    def remove_pod(self, pod: Pod) -> None:
+        cached = self._pods.pop(pod.key, None)
+        if cached is not None:
+            self._unaccount(cached)
+
+    # --- assume / forget ---------------------------------------------------------
+
+    def assume(self, info: PodInfo, node_name: str) -> None:
+        if info.key in self._pods:
+            raise ValueError(f"pod {info.key} is already in the cache, cannot assume it")
+        self._pods[info.key] = _CachedPod(info, node_name, assumed=True)
+        self._account(info, node_name)
+
+    def forget(self, info: PodInfo) -> None:
+        cached = self._pods.get(info.key)
+        if cached is None or not cached.assumed:
+            return
+        del self._pods[info.key]
+        self._unaccount(cached)
+
+    def finish_binding(self, key: PodKey) -> None:
+        cached = self._pods.get(key)
+        if cached is not None and cached.assumed:
+            cached.binding_finished = True
+            cached.deadline = self._clock.now() + self._assumed_ttl
+
+    def is_assumed(self, key: str) -> bool:
+        cached = self._pods.get(PodKey(key))
+        return cached is not None and cached.assumed
+
+    def binding_in_flight(self, key: str) -> bool:
+        """Assumed and the binding cycle has not finished yet."""
+        cached = self._pods.get(PodKey(key))
+        return cached is not None and cached.assumed and not cached.binding_finished
+
+    def node_of(self, key: str) -> str | None:
+        cached = self._pods.get(PodKey(key))
+        return cached.node_name if cached is not None else None
+
+    def cleanup_expired(self) -> list[PodKey]:
+        """Drop assumed pods whose binding finished but was never confirmed."""
+        now = self._clock.now()
+        expired = [
+            k
+            for k, c in self._pods.items()
+            if c.assumed and c.deadline is not None and c.deadline <= now
+        ]
+        for key in expired:
+            cached = self._pods.pop(key)
+            self._unaccount(cached)
+            log.warning("assumed pod expired", pod=key, node=cached.node_name)
+        return expired
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._pods
+
+    @property
+    def pod_count(self) -> int:
+        return len(self._pods)
+
+    @property
+    def assumed_count(self) -> int:
+        return sum(1 for c in self._pods.values() if c.assumed)
+
+    # --- accounting ----------------------------------------------------------------
+
+    def _account(self, info: PodInfo, node_name: str) -> None:
+        if not self.table.add_pod(info, node_name):
+            self._orphans.setdefault(node_name, {})[info.key] = info
+
+    def _unaccount(self, cached: _CachedPod) -> None:
+        if not self.table.remove_pod(cached.info, cached.node_name):
+            orphans = self._orphans.get(cached.node_name)
+            if orphans is not None:
+                orphans.pop(cached.info.key, None)
+                if not orphans:
+                    del self._orphans[cached.node_name]
+
+    def _replace(self, cached: _CachedPod, new: PodInfo) -> None:
+        self._unaccount(cached)
+        cached.info = new
+        self._account(new, cached.node_name)

@@ -1,0 +1,429 @@
+"""The framework runtime: one profile's plugins and a runner per extension point.
+
+``Framework.build`` instantiates every plugin a ``ResolvedProfile`` enables (one
+instance per plugin, shared by all its extension points) and sorts them into the
+extension points they implement, in profile order. ``troupe.scheduler.schedule_one``
+calls the ``run_*`` methods.
+
+Every runner has the same shape: loop over the point's plugins, time the point
+(and, on sampled cycles, each plugin) through one observer, stamp the failing
+plugin's name on the Status, and wrap exceptions and errors as
+``running "<Plugin>" <point> plugin: <error>``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import structlog
+
+from troupe.api.client import SchedulerClient
+from troupe.api.clock import Clock
+from troupe.api.config import ResolvedProfile
+from troupe.api.cycle import CycleState
+from troupe.api.framework import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    Diagnosis,
+    FilterPlugin,
+    FilterResult,
+    PermitPlugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+    Sortable,
+)
+from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
+from troupe.api.objects import Pod
+from troupe.api.podinfo import PodInfo
+from troupe.api.status import SUCCESS, Code, Status
+from troupe.plugins.registry import Registry
+from troupe.scheduler.waiting_pods import WaitingPod, WaitingPods
+
+log = structlog.get_logger("troupe.framework")
+
+Observer = Callable[[str, str, str, float], None]
+"""(extension point, plugin or "", status code name, seconds) -> None."""
+
+
+def _no_observer(point: str, plugin: str, code: str, seconds: float) -> None:
+    return None
+
+
+def _error(plugin: str, point: str, exc: BaseException | str) -> Status:
+    status = Status.from_error(exc if isinstance(exc, BaseException) else RuntimeError(exc))
+    return status.wrapped(f'running "{plugin}" {point} plugin').stamped(plugin)
+
+
+@dataclass(frozen=True, slots=True)
+class FilterOutcome:
+    """The result of the Filter point over all candidate slots."""
+
+    feasible: BoolArray
+    # (plugin, its result, the slots it was first to reject): for the diagnosis.
+    rejected_by: tuple[tuple[str, FilterResult, BoolArray], ...]
+    status: Status = SUCCESS
+
+
+class FrameworkHandle:
+    """What plugins see of the scheduler (api.framework.Handle)."""
+
+    def __init__(
+        self,
+        client: SchedulerClient,
+        clock: Clock,
+        table: NodeTable,
+        scheduler_name: str,
+        waiting: WaitingPods,
+    ) -> None:
+        self._client, self._clock, self._table = client, clock, table
+        self._scheduler_name, self._waiting = scheduler_name, waiting
+
+    @property
+    def client(self) -> SchedulerClient:
+        return self._client
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def table(self) -> NodeTable:
+        return self._table
+
+    @property
+    def scheduler_name(self) -> str:
+        return self._scheduler_name
+
+    def get_waiting_pod(self, key: str) -> WaitingPod | None:
+        return self._waiting.get(key)
+
+    def iterate_waiting_pods(self) -> Sequence[WaitingPod]:
+        return self._waiting.all()
+
+
+class Framework:
+    def __init__(
+        self,
+        profile: ResolvedProfile,
+        plugins: dict[str, object],
+        handle: FrameworkHandle,
+        observer: Observer = _no_observer,
+    ) -> None:
+        self.profile = profile
+        self.name = profile.scheduler_name
+        self.handle = handle
+        self.plugins = plugins
+        self.observe = observer
+        points = profile.points
+
+        def at(point: str, proto: type) -> list[tuple[str, object]]:
+            out = []
+            for ref in points.get(point, ()):
+                plugin = plugins[ref.name]
+                if not isinstance(plugin, proto):
+                    raise TypeError(f"plugin {ref.name!r} does not implement {point}")
+                out.append((ref.name, plugin))
+            return out
+
+        self.pre_enqueue: list[tuple[str, PreEnqueuePlugin]] = at("preEnqueue", PreEnqueuePlugin)  # type: ignore[assignment]
+        sorts = at("queueSort", QueueSortPlugin)
+        self.queue_sort: QueueSortPlugin | None = sorts[0][1] if sorts else None  # type: ignore[assignment]
+        self.pre_filter: list[tuple[str, PreFilterPlugin]] = at("preFilter", PreFilterPlugin)  # type: ignore[assignment]
+        self.filter: list[tuple[str, FilterPlugin]] = at("filter", FilterPlugin)  # type: ignore[assignment]
+        self.post_filter: list[tuple[str, PostFilterPlugin]] = at("postFilter", PostFilterPlugin)  # type: ignore[assignment]
+        self.pre_score: list[tuple[str, PreScorePlugin]] = at("preScore", PreScorePlugin)  # type: ignore[assignment]
+        self.score: list[tuple[str, ScorePlugin, int]] = [
+            (ref.name, plugins[ref.name], ref.weight)  # type: ignore[misc]
+            for ref in points.get("score", ())
+        ]
+        self.reserve: list[tuple[str, ReservePlugin]] = at("reserve", ReservePlugin)  # type: ignore[assignment]
+        self.permit: list[tuple[str, PermitPlugin]] = at("permit", PermitPlugin)  # type: ignore[assignment]
+        self.pre_bind: list[tuple[str, PreBindPlugin]] = at("preBind", PreBindPlugin)  # type: ignore[assignment]
+        self.bind: list[tuple[str, BindPlugin]] = at("bind", BindPlugin)  # type: ignore[assignment]
+        self.post_bind: list[tuple[str, PostBindPlugin]] = at("postBind", PostBindPlugin)  # type: ignore[assignment]
+        for name, plugin, _ in self.score:
+            if not isinstance(plugin, ScorePlugin):
+                raise TypeError(f"plugin {name!r} does not implement score")
+
+    @classmethod
+    def build(
+        cls,
+        profile: ResolvedProfile,
+        registry: Registry,
+        handle: FrameworkHandle,
+        observer: Observer = _no_observer,
+    ) -> Framework:
+        names: list[str] = []
+        for refs in profile.points.values():
+            names.extend(r.name for r in refs if r.name not in names)
+        plugins = {name: registry[name].factory(profile.args.get(name), handle) for name in names}
+        return cls(profile, plugins, handle, observer)
+
+    # --- queue side ---------------------------------------------------------------
+
+    def less(self, a: Sortable, b: Sortable) -> bool:
+        if self.queue_sort is None:
+            return (-a.priority, a.timestamp, a.key) < (-b.priority, b.timestamp, b.key)
+        return self.queue_sort.less(a, b)
+
+    def run_pre_enqueue(self, pod: Pod) -> Status:
+        for name, plugin in self.pre_enqueue:
+            try:
+                status = plugin.pre_enqueue(pod)
+            except Exception as exc:
+                return _error(name, "preEnqueue", exc)
+            if not status.is_success:
+                return status.stamped(name)
+        return SUCCESS
+
+    # --- scheduling cycle ---------------------------------------------------------
+
+    def _timed(self, point: str, start: float, status: Status) -> None:
+        self.observe(point, "", status.code.name, time.perf_counter() - start)
+
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> tuple[PreFilterResult | None, Status]:
+        start = time.perf_counter()
+        merged: frozenset[str] | None = None
+        status = SUCCESS
+        for name, plugin in self.pre_filter:
+            try:
+                result, st = plugin.pre_filter(state, pod, table)
+            except Exception as exc:
+                status = _error(name, "preFilter", exc)
+                break
+            if st.is_skip:
+                state.skip_filter_plugins.add(name)
+                continue
+            if not st.is_success:
+                status = (
+                    st.wrapped(f'running "{name}" preFilter plugin').stamped(name)
+                    if st.code is Code.ERROR
+                    else st.stamped(name)
+                )
+                break
+            if result is not None and result.node_names is not None:
+                merged = result.node_names if merged is None else merged & result.node_names
+                if not merged:
+                    status = Status.unresolvable(
+                        "node(s) didn't satisfy plugin(s) " + f"[{name}] simultaneously",
+                        plugin=name,
+                    )
+                    break
+        self._timed("PreFilter", start, status)
+        return (PreFilterResult(merged) if merged is not None else None), status
+
+    def run_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: BoolArray
+    ) -> FilterOutcome:
+        start = time.perf_counter()
+        feasible = candidates
+        rejected: list[tuple[str, FilterResult, BoolArray]] = []
+        status = SUCCESS
+        for name, plugin in self.filter:
+            if name in state.skip_filter_plugins:
+                continue
+            try:
+                result = plugin.filter(state, pod, table)
+            except Exception as exc:
+                status = _error(name, "filter", exc)
+                break
+            if result.status.code is Code.ERROR:
+                status = result.status.wrapped(f'running "{name}" filter plugin').stamped(name)
+                break
+            newly = feasible & ~result.feasible
+            if newly.any():
+                rejected.append((name, result, newly))
+                feasible = feasible & result.feasible
+                if not feasible.any():
+                    break
+        self._timed("Filter", start, status)
+        return FilterOutcome(feasible, tuple(rejected), status)
+
+    def diagnose(self, outcome: FilterOutcome, num_nodes: int) -> Diagnosis:
+        """Count, per reason, the nodes each plugin was first to reject."""
+        diagnosis = Diagnosis(num_nodes=num_nodes)
+        counts = diagnosis.reason_counts
+        unresolvable: BoolArray | None = None
+        for name, result, newly in outcome.rejected_by:
+            diagnosis.unschedulable_plugins.add(name)
+            for rejection in result.explain():
+                hit = rejection.nodes & newly
+                n = int(np.count_nonzero(hit))
+                if n:
+                    counts[rejection.reason] = counts.get(rejection.reason, 0) + n
+                    if rejection.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                        unresolvable = hit if unresolvable is None else unresolvable | hit
+        diagnosis.unresolvable = unresolvable
+        return diagnosis
+
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        start = time.perf_counter()
+        status = Status.unschedulable("no PostFilter plugin made the pod schedulable")
+        result: PostFilterResult | None = None
+        for name, plugin in self.post_filter:
+            try:
+                result, st = plugin.post_filter(state, pod, table, diagnosis)
+            except Exception as exc:
+                status = _error(name, "postFilter", exc)
+                break
+            if st.is_success or st.code is Code.ERROR:
+                status = st.stamped(name)
+                break
+            if st.message:
+                diagnosis.post_filter_message = st.message
+        self._timed("PostFilter", start, status)
+        return result, status
+
+    def run_pre_score(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
+    ) -> Status:
+        start = time.perf_counter()
+        status = SUCCESS
+        for name, plugin in self.pre_score:
+            try:
+                st = plugin.pre_score(state, pod, table, slots)
+            except Exception as exc:
+                status = _error(name, "preScore", exc)
+                break
+            if st.is_skip:
+                state.skip_score_plugins.add(name)
+            elif not st.is_success:
+                status = st.wrapped(f'running "{name}" preScore plugin').stamped(name)
+                break
+        self._timed("PreScore", start, status)
+        return status
+
+    def run_score(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
+    ) -> tuple[IntArray, Status]:
+        """Weighted sum of every score plugin's normalized scores, per slot."""
+        start = time.perf_counter()
+        total = np.zeros(len(slots), dtype=np.int64)
+        status = SUCCESS
+        for name, plugin, weight in self.score:
+            if name in state.skip_score_plugins:
+                continue
+            try:
+                scores = plugin.score(state, pod, table, slots)
+                if isinstance(plugin, ScoreExtensions):
+                    plugin.normalize_score(state, pod, scores)
+            except Exception as exc:
+                status = _error(name, "score", exc)
+                break
+            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+                status = _error(
+                    name,
+                    "score",
+                    f"score out of range [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]: "
+                    f"{int(scores.min())}..{int(scores.max())}",
+                )
+                break
+            total += scores * weight
+        self._timed("Score", start, status)
+        return total, status
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        start = time.perf_counter()
+        status = SUCCESS
+        for name, plugin in self.reserve:
+            try:
+                st = plugin.reserve(state, pod, node_name)
+            except Exception as exc:
+                status = _error(name, "reserve", exc)
+                break
+            if not st.is_success:
+                status = st.stamped(name)
+                break
+        self._timed("Reserve", start, status)
+        return status
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Every reserve plugin, in reverse order; failures cannot stop the others."""
+        start = time.perf_counter()
+        for _name, plugin in reversed(self.reserve):
+            try:
+                plugin.unreserve(state, pod, node_name)
+            except Exception as exc:  # keep unreserving the rest
+                log.error("unreserve failed", plugin=_name, pod=pod.key, error=repr(exc))
+        self._timed("Unreserve", start, SUCCESS)
+
+    def run_permit(
+        self, state: CycleState, pod: PodInfo, node_name: str, waiting: WaitingPods
+    ) -> Status:
+        """SUCCESS, a rejection, or WAIT (the pod was added to ``waiting``)."""
+        start = time.perf_counter()
+        timeouts: dict[str, float] = {}
+        status = SUCCESS
+        for name, plugin in self.permit:
+            try:
+                st, timeout = plugin.permit(state, pod, node_name)
+            except Exception as exc:
+                status = _error(name, "permit", exc)
+                break
+            if st.is_wait:
+                timeouts[name] = timeout
+            elif not st.is_success:
+                status = st.stamped(name)
+                break
+        if status.is_success and timeouts:
+            waiting.add(pod, timeouts)
+            status = Status(Code.WAIT)
+        self._timed("Permit", start, status)
+        return status
+
+    # --- binding cycle -------------------------------------------------------------
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        start = time.perf_counter()
+        status = SUCCESS
+        for name, plugin in self.pre_bind:
+            try:
+                st = await plugin.pre_bind(state, pod, node_name)
+            except Exception as exc:
+                status = _error(name, "preBind", exc)
+                break
+            if not st.is_success:
+                status = st.stamped(name)
+                break
+        self._timed("PreBind", start, status)
+        return status
+
+    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        start = time.perf_counter()
+        status = Status.from_error(RuntimeError("no bind plugin bound the pod"))
+        for name, plugin in self.bind:
+            try:
+                st = await plugin.bind(state, pod, node_name)
+            except Exception as exc:
+                status = _error(name, "bind", exc)
+                break
+            if st.is_skip:
+                continue
+            status = st.stamped(name)
+            break
+        self._timed("Bind", start, status)
+        return status
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        start = time.perf_counter()
+        for _name, plugin in self.post_bind:
+            plugin.post_bind(state, pod, node_name)
+        self._timed("PostBind", start, SUCCESS)

@@ -1,0 +1,397 @@
+"""schedule_one: pop an entity, run the scheduling cycle, hand off the binding cycle.
+
+``Scheduler.schedule_one`` is the loop body (upstream ``schedule_one.go``):
+
+1. pop the next entity from the queue and pick the framework by schedulerName;
+2. scheduling cycle (synchronous, so the live NodeTable is its snapshot):
+   PreFilter, Filter over all nodes as one batch, PostFilter when nothing fits,
+   PreScore/Score over the feasible nodes, select, assume, Reserve, Permit;
+3. binding cycle in an owned task: WaitOnPermit, PreBind, Bind, PostBind.
+
+Every failure after assume unreserves and forgets, then reports the failure
+(``troupe.scheduler.failure``). Cluster events from the informers arrive through
+``troupe.scheduler.handlers``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import structlog
+
+from troupe.api.client import ApiError, Event, ObjectRef, SchedulerClient
+from troupe.api.clock import Clock
+from troupe.api.config import ResolvedConfig
+from troupe.api.cycle import CycleState
+from troupe.api.events import ASSIGNED_POD_DELETE
+from troupe.api.framework import Diagnosis
+from troupe.api.nodetable import IndexArray
+from troupe.api.objects import Pod
+from troupe.api.podinfo import PodInfo
+from troupe.api.status import SUCCESS, Code, Status
+from troupe.plugins.registry import Registry
+from troupe.queue.entity import QueuedPodInfo
+from troupe.queue.scheduling_queue import SchedulingQueue
+from troupe.scheduler.cache import Cache
+from troupe.scheduler.failure import FailureReporter
+from troupe.scheduler.framework import Framework, FrameworkHandle, Observer
+from troupe.scheduler.messages import NO_NODES_AVAILABLE, scheduled_message
+from troupe.scheduler.stats import AttemptStats
+from troupe.scheduler.tasks import TaskSupervisor
+from troupe.scheduler.waiting_pods import WaitingPods
+
+log = structlog.get_logger("troupe.scheduler")
+
+# Upstream: below 100 nodes every node is scored; adaptive percentage never < 5%.
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE = 5
+
+
+def num_feasible_nodes_to_find(percentage: int, num_nodes: int) -> int:
+    """How many feasible nodes to score (upstream ``numFeasibleNodesToFind``)."""
+    if num_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_nodes
+    if percentage == 0:
+        percentage = max(50 - num_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE)
+    return max(num_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleResult:
+    node: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class CycleFailure:
+    status: Status
+    diagnosis: Diagnosis | None = None
+
+
+class Scheduler:
+    def __init__(
+        self,
+        config: ResolvedConfig,
+        registry: Registry,
+        client: SchedulerClient,
+        clock: Clock,
+        *,
+        seed: int = 0,
+        observer: Observer | None = None,
+        stats: AttemptStats | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.clock = clock
+        self.cache = Cache(clock, assumed_ttl=config.assumed_pod_ttl_seconds)
+        self.background = TaskSupervisor("background")
+        self.bindings = TaskSupervisor("binding", limit=config.binding_concurrency)
+        self.waiting = WaitingPods(clock, self.background)
+        self.stats = stats if stats is not None else AttemptStats()
+        self.frameworks: dict[str, Framework] = {}
+        for profile in config.profiles:
+            handle = FrameworkHandle(
+                client, clock, self.cache.table, profile.scheduler_name, self.waiting
+            )
+            kwargs = {"observer": observer} if observer is not None else {}
+            self.frameworks[profile.scheduler_name] = Framework.build(
+                profile, registry, handle, **kwargs
+            )
+        first = next(iter(self.frameworks.values()))
+        self.queue = SchedulingQueue(
+            first.less,
+            clock,
+            pre_enqueue=self._pre_enqueue,
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds,
+            max_in_unschedulable=config.pod_max_in_unschedulable_pods_duration,
+        )
+        for fwk in self.frameworks.values():
+            for name, plugin in fwk.plugins.items():
+                events_to_register = getattr(plugin, "events_to_register", None)
+                if events_to_register is not None:
+                    self.queue.register_hints(name, events_to_register())
+        self.failures = FailureReporter(client, self.background, self.queue)
+        self._rng = random.Random(seed)
+        self._next_start_node_index = 0
+        self._stopping = False
+
+    # --- the loop ------------------------------------------------------------------
+
+    def _pre_enqueue(self, pod: Pod) -> Status:
+        fwk = self.frameworks.get(pod.spec.scheduler_name)
+        return fwk.run_pre_enqueue(pod) if fwk is not None else SUCCESS
+
+    def owns(self, scheduler_name: str) -> bool:
+        return scheduler_name in self.frameworks
+
+    async def schedule_one(self) -> bool:
+        """One pop and attempt; False once the queue is closed."""
+        entity = await self.queue.pop()
+        if entity is None:
+            return False
+        if not isinstance(entity, QueuedPodInfo):
+            log.error("unknown queued entity kind", entity=entity.key)
+            self.queue.done(entity.key)
+            return True
+        info = entity.pod_info
+        fwk = self.frameworks.get(info.pod.spec.scheduler_name)
+        if fwk is None or info.key in self.cache:
+            # Not ours (any more), or already assumed/bound: nothing to do.
+            self.queue.done(info.key)
+            return True
+        start = time.perf_counter()
+        state = CycleState()
+        cycle = self.queue.scheduling_cycle
+        # Run the scheduling cycle.
+        outcome = self._scheduling_cycle(fwk, state, info)
+        if isinstance(outcome, CycleFailure):
+            self.stats.attempt(
+                "error" if outcome.status.code is Code.ERROR else "unschedulable",
+                fwk.name,
+                time.perf_counter() - start,
+            )
+            self.failures.report(fwk, entity, outcome.status, outcome.diagnosis, cycle)
+            return True
+        self.queue.done(info.key)
+        # Hand the pod to the binding cycle.
+        await self.bindings.acquire()
+        self.bindings.spawn(
+            self._binding_cycle(fwk, state, entity, outcome, start, cycle),
+            name=f"bind {info.key}",
+            held=True,
+        )
+        return True
+
+    def _scheduling_cycle(
+        self, fwk: Framework, state: CycleState, info: PodInfo
+    ) -> ScheduleResult | CycleFailure:
+        result = self._schedule_pod(fwk, state, info)
+        if isinstance(result, CycleFailure):
+            return result
+        node = result.node
+        # Assume: the next cycle must see this pod's resources as taken.
+        self.cache.assume(info, node)
+        # Run "reserve" plugins.
+        status = fwk.run_reserve(state, info, node)
+        if not status.is_success:
+            self._revert(fwk, state, info, node)
+            return CycleFailure(status)
+        # Run "permit" plugins.
+        status = fwk.run_permit(state, info, node, self.waiting)
+        if not (status.is_success or status.is_wait):
+            self._revert(fwk, state, info, node)
+            return CycleFailure(status)
+        return result
+
+    def _revert(self, fwk: Framework, state: CycleState, info: PodInfo, node: str) -> None:
+        fwk.run_unreserve(state, info, node)
+        self.cache.forget(info)
+
+    def _schedule_pod(
+        self, fwk: Framework, state: CycleState, info: PodInfo
+    ) -> ScheduleResult | CycleFailure:
+        table = self.cache.table
+        num_nodes = table.size
+        if num_nodes == 0:
+            return CycleFailure(Status.unschedulable(NO_NODES_AVAILABLE))
+        # Run "prefilter" plugins.
+        pre, status = fwk.run_pre_filter(state, info, table)
+        if not status.is_success:
+            if status.code is Code.ERROR:
+                return CycleFailure(status)
+            diagnosis = Diagnosis(
+                num_nodes=num_nodes,
+                unschedulable_plugins={status.plugin} if status.plugin else set(),
+                pre_filter_message=status.message,
+            )
+            return self._post_filter(fwk, state, info, diagnosis, status)
+        candidates = table.present
+        if pre is not None and pre.node_names is not None:
+            allowed = np.zeros(table.capacity, dtype=bool)
+            allowed[[table.index[n] for n in pre.node_names if n in table.index]] = True
+            candidates = candidates & allowed
+        # Run "filter" plugins over every candidate node at once.
+        outcome = fwk.run_filter(state, info, table, candidates)
+        if not outcome.status.is_success:
+            return CycleFailure(outcome.status)
+        slots, evaluated = self._feasible_slots(fwk, outcome.feasible)
+        if len(slots) == 0:
+            diagnosis = fwk.diagnose(outcome, num_nodes)
+            return self._post_filter(fwk, state, info, diagnosis, Status.unschedulable())
+        if len(slots) == 1:
+            return ScheduleResult(table.names[int(slots[0])], evaluated, 1)
+        # Run "prescore" and "score" plugins over the feasible nodes.
+        status = fwk.run_pre_score(state, info, table, slots)
+        if not status.is_success:
+            return CycleFailure(status)
+        scores, status = fwk.run_score(state, info, table, slots)
+        if not status.is_success:
+            return CycleFailure(status)
+        return ScheduleResult(table.names[self._select(slots, scores)], evaluated, len(slots))
+
+    def _feasible_slots(self, fwk: Framework, feasible: np.ndarray) -> tuple[IndexArray, int]:
+        """The first ``numFeasibleNodesToFind`` feasible slots, starting where the last
+        cycle stopped so every node gets its turn (upstream nextStartNodeIndex)."""
+        table = self.cache.table
+        present = table.slots()
+        n = len(present)
+        percentage = fwk.profile.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.config.percentage_of_nodes_to_score
+        want = num_feasible_nodes_to_find(percentage, n)
+        start = self._next_start_node_index % n
+        order = np.concatenate([present[start:], present[:start]]) if start else present
+        hits = np.flatnonzero(feasible[order])
+        if len(hits) > want:
+            processed = int(hits[want - 1]) + 1
+            hits = hits[:want]
+        else:
+            processed = n
+        self._next_start_node_index = (start + processed) % n
+        return order[hits], processed
+
+    def _select(self, slots: IndexArray, scores: np.ndarray) -> int:
+        best = np.flatnonzero(scores == scores.max())
+        if len(best) == 1:
+            return int(slots[best[0]])
+        # Ties are broken uniformly at random (seeded), as upstream's selectHost.
+        return int(slots[best[self._rng.randrange(len(best))]])
+
+    def _post_filter(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: PodInfo,
+        diagnosis: Diagnosis,
+        status: Status,
+    ) -> CycleFailure:
+        if status.code is not Code.UNSCHEDULABLE_AND_UNRESOLVABLE and fwk.post_filter:
+            # Run "postfilter" plugins (e.g. preemption).
+            _, post = fwk.run_post_filter(state, info, self.cache.table, diagnosis)
+            if post.code is Code.ERROR:
+                return CycleFailure(post, diagnosis)
+        return CycleFailure(
+            Status(
+                status.code if status.is_rejected else Code.UNSCHEDULABLE,
+                status.reasons,
+                status.plugin,
+            ),
+            diagnosis,
+        )
+
+    # --- binding cycle ---------------------------------------------------------------
+
+    async def _binding_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        entity: QueuedPodInfo,
+        result: ScheduleResult,
+        start: float,
+        cycle: int,
+    ) -> None:
+        info, node = entity.pod_info, result.node
+        status = SUCCESS
+        try:
+            waiting = self.waiting.get(info.key)
+            if waiting is not None:
+                status = await waiting.wait()
+                self.waiting.remove(info.key)
+            if status.is_success:
+                # Run "prebind" plugins.
+                status = await fwk.run_pre_bind(state, info, node)
+            if status.is_success:
+                # Run "bind" plugins.
+                status = await fwk.run_bind(state, info, node)
+        except BaseException:
+            self._revert(fwk, state, info, node)
+            raise
+        if not status.is_success:
+            self._binding_failed(fwk, state, entity, node, status, cycle)
+            return
+        self.cache.finish_binding(info.key)
+        self.stats.attempt("scheduled", fwk.name, time.perf_counter() - start)
+        self.stats.scheduled(entity, self.clock.now())
+        # Run "postbind" plugins.
+        fwk.run_post_bind(state, info, node)
+        m = info.pod.metadata
+        log.debug(
+            "Successfully bound pod to node",
+            pod=info.key,
+            node=node,
+            evaluatedNodes=result.evaluated_nodes,
+            feasibleNodes=result.feasible_nodes,
+        )
+        self.background.spawn(
+            self.client.record_event(
+                Event(
+                    ObjectRef.of_pod(info.pod),
+                    "Normal",
+                    "Scheduled",
+                    "Binding",
+                    scheduled_message(m.namespace, m.name, node),
+                )
+            ),
+            name=f"event {info.key}",
+        )
+
+    def _binding_failed(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        entity: QueuedPodInfo,
+        node: str,
+        status: Status,
+        cycle: int,
+    ) -> None:
+        info = entity.pod_info
+        self._revert(fwk, state, info, node)
+        # The capacity just released may let other pods fit.
+        self.queue.on_event(ASSIGNED_POD_DELETE, info.pod, None)
+        error = status.error
+        if isinstance(error, ApiError) and (error.is_conflict or error.is_not_found):
+            # Bound by someone else, or deleted/recreated: the informer reports the
+            # truth; binding again could bind the pod twice.
+            log.info(
+                "binding rejected by the API server",
+                pod=info.key,
+                node=node,
+                status=error.status,
+                reason=error.message,
+            )
+            self.stats.attempt("error", fwk.name, 0.0)
+            return
+        self.stats.attempt("error" if status.code is Code.ERROR else "unschedulable", fwk.name, 0.0)
+        self.failures.report(fwk, entity, status, None, cycle)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Schedule until ``stop``; housekeeping (queue flushes, assumed-pod expiry)
+        runs beside the loop."""
+        self.background.spawn(self.queue.run(), name="queue flush")
+        self.background.spawn(self._expire_assumed(), name="assumed expiry")
+        while not self._stopping and await self.schedule_one():
+            pass
+
+    async def _expire_assumed(self) -> None:
+        while not self._stopping:
+            await self.clock.sleep(1.0)
+            for key in self.cache.cleanup_expired():
+                self.queue.on_event(ASSIGNED_POD_DELETE, None, None)
+                log.warning("binding never confirmed; capacity released", pod=key)
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Stop popping, let in-flight bindings finish for ``grace`` seconds, then
+        cancel what is left (each cancelled binding unreserves and forgets)."""
+        self._stopping = True
+        self.queue.close()
+        await self.bindings.drain(timeout=grace)
+        await self.bindings.cancel_all()
+        await self.background.drain(timeout=1.0)
+        await self.background.cancel_all()

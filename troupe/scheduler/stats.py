@@ -1,0 +1,43 @@
+"""Attempt statistics kept in process: counts per result and attempt latencies.
+
+The scheduler reports every attempt here; the benchmark and ``troupe sim`` read
+the figures. (Prometheus metrics observe the same calls.)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+
+from troupe.queue.entity import QueuedEntity
+
+AttemptHook = Callable[[str, str, float], None]
+
+
+class AttemptStats:
+    def __init__(self, keep_latencies: bool = True) -> None:
+        self.results: Counter[str] = Counter()
+        self.attempt_seconds: list[float] = []
+        # Time from first entering the queue to being bound, per pod.
+        self.e2e_seconds: list[float] = []
+        self._keep = keep_latencies
+        self.hooks: list[AttemptHook] = []
+
+    def attempt(self, result: str, profile: str, seconds: float) -> None:
+        self.results[result] += 1
+        if self._keep and seconds:
+            self.attempt_seconds.append(seconds)
+        for hook in self.hooks:
+            hook(result, profile, seconds)
+
+    def scheduled(self, entity: QueuedEntity, now: float) -> None:
+        if self._keep and entity.initial_attempt_timestamp is not None:
+            self.e2e_seconds.append(max(0.0, now - entity.timestamp))
+
+    def percentile_ms(self, q: float, which: str = "attempt") -> float:
+        data = self.attempt_seconds if which == "attempt" else self.e2e_seconds
+        if not data:
+            return 0.0
+        return float(np.percentile(np.asarray(data), q) * 1000.0)
