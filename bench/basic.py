@@ -19,6 +19,7 @@ from troupe.api.config import config_document, load_config
 from troupe.api.objects import Node, Pod
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.handlers import ClusterEventHandlers
+from troupe.scheduler.logs import configure_logging
 from troupe.scheduler.schedule_one import Scheduler
 
 from bench.inprocess import EchoClient
@@ -99,13 +100,17 @@ async def _run(args: argparse.Namespace) -> dict[str, float]:
         "scheduled": scheduled,
         "seconds": round(seconds, 3),
         "pods_per_second": round(scheduled / seconds, 1),
-        "p50_attempt_ms": round(scheduler.stats.percentile_ms(50), 3),
-        "p99_attempt_ms": round(scheduler.stats.percentile_ms(99), 3),
+        # The scheduling decision: pop to hand-off to the binding cycle.
+        "p50_attempt_ms": round(scheduler.stats.percentile_ms(50, "cycle"), 3),
+        "p99_attempt_ms": round(scheduler.stats.percentile_ms(99, "cycle"), 3),
+        # Including the in-process binding (waits behind the loop's own work).
+        "p99_attempt_with_binding_ms": round(scheduler.stats.percentile_ms(99), 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 
 
 def run(args: argparse.Namespace) -> int:
+    configure_logging("warning")
     if args.profile:
         import cProfile
         import pstats

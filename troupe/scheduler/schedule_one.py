@@ -158,6 +158,7 @@ class Scheduler:
             self.failures.report(fwk, entity, outcome.status, outcome.diagnosis, cycle)
             return True
         self.queue.done(info.key)
+        self.stats.cycle(time.perf_counter() - start)
         # Hand the pod to the binding cycle.
         await self.bindings.acquire()
         self.bindings.spawn(

@@ -19,6 +19,9 @@ AttemptHook = Callable[[str, str, float], None]
 class AttemptStats:
     def __init__(self, keep_latencies: bool = True) -> None:
         self.results: Counter[str] = Counter()
+        # Scheduled attempts from pop to hand-off to the binding cycle (the decision).
+        self.cycle_seconds: list[float] = []
+        # Every attempt, binding included (upstream scheduling_attempt_duration).
         self.attempt_seconds: list[float] = []
         # Time from first entering the queue to being bound, per pod.
         self.e2e_seconds: list[float] = []
@@ -32,12 +35,20 @@ class AttemptStats:
         for hook in self.hooks:
             hook(result, profile, seconds)
 
+    def cycle(self, seconds: float) -> None:
+        if self._keep:
+            self.cycle_seconds.append(seconds)
+
     def scheduled(self, entity: QueuedEntity, now: float) -> None:
         if self._keep and entity.initial_attempt_timestamp is not None:
             self.e2e_seconds.append(max(0.0, now - entity.timestamp))
 
     def percentile_ms(self, q: float, which: str = "attempt") -> float:
-        data = self.attempt_seconds if which == "attempt" else self.e2e_seconds
+        data = {
+            "attempt": self.attempt_seconds,
+            "cycle": self.cycle_seconds,
+            "e2e": self.e2e_seconds,
+        }[which]
         if not data:
             return 0.0
         return float(np.percentile(np.asarray(data), q) * 1000.0)
