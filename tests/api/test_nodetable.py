@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from troupe.api.nodetable import NodeTable
 from troupe.api.objects import NodeSelectorRequirement, NodeSelectorTerm
 from troupe.api.podinfo import PodInfo
@@ -87,8 +86,10 @@ def test_removing_a_node_returns_its_pods_and_resets_the_change_log() -> None:
     info = PodInfo.of(make_pod().name("p").req(cpu="1").obj())
     table.add_pod(info, "n1")
     assert table.changes_since(seq) == [(1, table.index["n1"], info)]
+    caught_up = table.change_seq
     assert table.remove_node("n1") == [info]
     assert table.changes_since(seq) is None
+    assert table.changes_since(caught_up) is None  # even a reader with nothing pending
 
 
 @settings(max_examples=100, deadline=None)

@@ -130,9 +130,7 @@ class NodeTable:
         if column is None:
             return np.full(self.capacity, matches(None), dtype=bool)
         vocab = self.label_values[key]
-        lookup = np.fromiter(
-            (matches(v) for v in [None, *vocab]), dtype=bool, count=len(vocab) + 1
-        )
+        lookup = np.fromiter((matches(v) for v in [None, *vocab]), dtype=bool, count=len(vocab) + 1)
         return lookup[column + 1]
 
     def node_selector_term_mask(self, term: NodeSelectorTerm) -> BoolArray:
@@ -147,9 +145,7 @@ class NodeTable:
             mask &= self.label_mask(req.key, _requirement_predicate(req.operator, req.values))
         for req in term.match_fields:
             # Only metadata.name is a node field selectors may use; others read "".
-            names = (
-                self.names if req.key == "metadata.name" else [""] * self.capacity
-            )
+            names = self.names if req.key == "metadata.name" else [""] * self.capacity
             mask &= np.fromiter(
                 (requirement_matches(req.operator, req.values, n) for n in names),
                 dtype=bool,
@@ -351,8 +347,9 @@ class NodeTable:
             self._changes_base += drop
 
     def _forget_changes(self) -> None:
-        # Slot reuse would make old entries point at another node.
-        self._changes_base += len(self._changes)
+        # Slot reuse would make old entries point at another node. Skipping one
+        # sequence number makes even a fully caught-up reader see None and recount.
+        self._changes_base += len(self._changes) + 1
         self._changes.clear()
 
     def pods_on(self, slots: Iterable[int]) -> Iterable[PodInfo]:
