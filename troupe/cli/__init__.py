@@ -1,0 +1,52 @@
+"""The ``troupe`` command: ``run`` (the production daemon), ``sim`` (the embedded
+cluster), ``validate-config``, ``version``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from troupe import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="troupe", description="A gang-aware secondary scheduler for Kubernetes."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("version", help="print the version")
+    validate = sub.add_parser(
+        "validate-config", help="check a KubeSchedulerConfiguration profile"
+    )
+    validate.add_argument("file")
+    from troupe.cli import run, sim
+
+    run.add_arguments(sub.add_parser("run", help="schedule pods in a Kubernetes cluster"))
+    sim.add_arguments(
+        sub.add_parser("sim", help="run troupe on an embedded simulated cluster")
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "version":
+        print(f"troupe {__version__}")
+        return 0
+    if args.command == "validate-config":
+        from troupe.cli.validate import validate_config
+
+        return validate_config(args.file)
+    if args.command == "run":
+        from troupe.cli import run
+
+        return run.main(args)
+    if args.command == "sim":
+        from troupe.cli import sim
+
+        return sim.main(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
