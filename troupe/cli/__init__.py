@@ -15,16 +15,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version")
-    validate = sub.add_parser(
-        "validate-config", help="check a KubeSchedulerConfiguration profile"
-    )
+    validate = sub.add_parser("validate-config", help="check a KubeSchedulerConfiguration profile")
     validate.add_argument("file")
     from troupe.cli import run, sim
 
     run.add_arguments(sub.add_parser("run", help="schedule pods in a Kubernetes cluster"))
-    sim.add_arguments(
-        sub.add_parser("sim", help="run troupe on an embedded simulated cluster")
-    )
+    sim.add_arguments(sub.add_parser("sim", help="run troupe on an embedded simulated cluster"))
     return parser
 
 
