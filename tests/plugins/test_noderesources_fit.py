@@ -507,3 +507,10 @@ def test_prefilter_state_missing_still_filters() -> None:
     out = plugin.filter(CycleState(), PodInfo.of(make_pod().req(cpu="2").obj()), table)
     assert not out.feasible[table.index["n1"]]
     assert np.count_nonzero(out.feasible & table.present) == 0
+
+
+def test_two_profiles_ignoring_different_resources_judge_the_same_pod_apart() -> None:
+    table = table_of([node("n1")])
+    info = PodInfo.of(make_pod().resources({GPU: 1}).obj())
+    assert run_filter(fit({"ignoredResources": [GPU]}), info, table).feasible == {"n1"}
+    assert run_filter(fit(), info, table).feasible == set()

@@ -350,6 +350,9 @@ def _explain(result: _Feasible) -> tuple[Rejection, ...]:
     )
 
 
+_LOOKUP_LIMIT = 4096
+
+
 def default_normalize(scores: IntArray, reverse: bool) -> None:
     """Upstream ``helper.DefaultNormalizeScore``: scale to [0, 100] by the maximum
     (integer division), optionally reversed; all zeros stay 0 (or become 100)."""
@@ -360,5 +363,11 @@ def default_normalize(scores: IntArray, reverse: bool) -> None:
         if reverse:
             scores[:] = MAX_NODE_SCORE
         return
-    scaled = MAX_NODE_SCORE * scores // highest
+    if highest <= _LOOKUP_LIMIT and int(scores.min()) >= 0:
+        # Scores here are small counts or weight sums: map them through a table of
+        # the scaled values instead of dividing every score.
+        lookup = MAX_NODE_SCORE * np.arange(highest + 1, dtype=np.int64) // highest
+        scaled = lookup[scores]
+    else:
+        scaled = MAX_NODE_SCORE * scores // highest
     scores[:] = MAX_NODE_SCORE - scaled if reverse else scaled

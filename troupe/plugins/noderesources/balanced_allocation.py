@@ -22,8 +22,8 @@ from troupe.plugins.noderesources.args import NodeResourcesBalancedAllocationArg
 from troupe.plugins.noderesources.resource_allocation import (
     PodDemand,
     balanced_allocation,
+    columns,
     pod_demand,
-    requested_and_allocatable,
 )
 
 SCORE_KEY = StateKey[PodDemand]("PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION)
@@ -54,7 +54,5 @@ class BalancedAllocation:
             demand = pod_demand(pod, self._resources, use_requested=True)
             if demand.best_effort:
                 return np.zeros(len(slots), dtype=np.int64)
-        requested, allocatable = requested_and_allocatable(
-            table, slots, self._resources, demand, use_requested=True
-        )
-        return balanced_allocation(requested, allocatable)
+        cols = columns(table, slots, self._resources, demand, use_requested=True)
+        return balanced_allocation(cols, len(slots))

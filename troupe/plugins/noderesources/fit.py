@@ -36,13 +36,14 @@ from troupe.api.status import SUCCESS, Status
 from troupe.plugins import names
 from troupe.plugins.noderesources.args import MAX_CUSTOM_PRIORITY_SCORE, NodeResourcesFitArgs
 from troupe.plugins.noderesources.resource_allocation import (
+    Column,
     PodDemand,
     Shape,
+    columns,
     is_extended,
     least_allocated,
     most_allocated,
     pod_demand,
-    requested_and_allocatable,
     requested_to_capacity_ratio,
 )
 
@@ -58,8 +59,8 @@ NODE_ADD_OR_ALLOCATABLE_CHANGE = ClusterEvent(
     Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE, "NodeAddOrAllocatableUpdate"
 )
 
-Scorer = Callable[[IntArray, IntArray], IntArray]
-"""(requested, allocatable) matrices -> one score per column."""
+Scorer = Callable[[Sequence[Column], int], IntArray]
+"""(resource columns, number of slots) -> one score per slot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,12 @@ class _Fit:
     names: tuple[str, ...]
     rows: tuple[int, ...]
     amounts: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Demand:
+    owner: object
+    requests: Mapping[str, int]
 
 
 FIT_KEY = StateKey[_Fit]("PreFilter" + names.NODE_RESOURCES_FIT)
@@ -88,9 +95,9 @@ class Fit:
         weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
         self._scorer: Scorer
         if strategy.type == "LeastAllocated":
-            self._scorer = lambda req, alloc: least_allocated(req, alloc, weights)
+            self._scorer = lambda cols, n: least_allocated(cols, weights, n)
         elif strategy.type == "MostAllocated":
-            self._scorer = lambda req, alloc: most_allocated(req, alloc, weights)
+            self._scorer = lambda cols, n: most_allocated(cols, weights, n)
         else:
             assert strategy.requested_to_capacity_ratio is not None  # validated by args
             points = strategy.requested_to_capacity_ratio.shape
@@ -98,9 +105,7 @@ class Fit:
             shape = Shape(
                 tuple(p.utilization for p in points), tuple(p.score * scale for p in points)
             )
-            self._scorer = lambda req, alloc: requested_to_capacity_ratio(
-                shape, req, alloc, weights
-            )
+            self._scorer = lambda cols, n: requested_to_capacity_ratio(shape, cols, weights, n)
 
     # --- filter ------------------------------------------------------------------
 
@@ -137,15 +142,16 @@ class Fit:
         return _Fit(tuple(demand), rows, tuple(demand.values()))
 
     def _demand(self, pod: PodInfo) -> Mapping[str, int]:
-        """The requests the filter checks, computed once per PodInfo."""
+        """The requests the filter checks, computed once per PodInfo (and per plugin
+        instance: profiles may ignore different resources)."""
         cached = pod.extra.get(self.name)
-        if isinstance(cached, dict):
-            return cached
-        demand = {
+        if isinstance(cached, _Demand) and cached.owner is self:
+            return cached.requests
+        requests = {
             n: v for n, v in pod.requests.items() if v > 0 and n != PODS and not self._ignores(n)
         }
-        pod.extra[self.name] = demand
-        return demand
+        pod.extra[self.name] = _Demand(self, requests)
+        return requests
 
     def _ignores(self, resource: str) -> bool:
         # Only extended resources can be ignored (upstream fitsRequest).
@@ -167,10 +173,8 @@ class Fit:
         demand = state.get(SCORE_KEY)
         if demand is None:  # PreScore disabled in this profile
             demand = pod_demand(pod, self._resources, use_requested=False)
-        requested, allocatable = requested_and_allocatable(
-            table, slots, self._resources, demand, use_requested=False
-        )
-        return self._scorer(requested, allocatable)
+        cols = columns(table, slots, self._resources, demand, use_requested=False)
+        return self._scorer(cols, len(slots))
 
     # --- requeueing --------------------------------------------------------------
 
