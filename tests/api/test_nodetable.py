@@ -114,3 +114,16 @@ def test_requested_always_equals_the_sum_of_accounted_pods(
         assert table.requested[2, table.index[f"n{n}"]] == sum(
             1 for where in placed.values() if where == f"n{n}"
         )
+
+
+def test_a_heartbeat_update_keeps_node_derived_caches_valid() -> None:
+    table = NodeTable()
+    node = make_node().name("n1").capacity(cpu="4").label("zone", "a").obj()
+    table.add_node(node)
+    before = table.node_generation
+    table.update_node(node.model_copy(deep=True))
+    assert table.node_generation == before
+    relabelled = make_node().name("n1").capacity(cpu="4").label("zone", "b").obj()
+    table.update_node(relabelled)
+    assert table.node_generation > before
+    assert table.label_value(table.index["n1"], "zone") == "b"

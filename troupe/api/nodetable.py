@@ -46,6 +46,15 @@ def _requirement_predicate(operator: str, values: list[str]) -> Callable[[str | 
     return matches
 
 
+def _same_scheduling_view(a: Node, b: Node) -> bool:
+    return (
+        a.metadata.labels == b.metadata.labels
+        and a.spec == b.spec
+        and a.status.allocatable == b.status.allocatable
+        and a.status.capacity == b.status.capacity
+    )
+
+
 class NodeTable:
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = max(1, capacity)
@@ -187,6 +196,12 @@ class NodeTable:
         slot = self.index.get(node.metadata.name)
         if slot is None:
             self.add_node(node)
+            return
+        old = self.nodes[slot]
+        if old is not None and _same_scheduling_view(old, node):
+            # Heartbeats and condition updates change nothing a plugin reads:
+            # keep derived caches (keyed on node_generation) valid.
+            self.nodes[slot] = node
             return
         self._write_node(slot, node)
 

@@ -158,6 +158,10 @@ class Framework:
         for name, plugin, _ in self.score:
             if not isinstance(plugin, ScorePlugin):
                 raise TypeError(f"plugin {name!r} does not implement score")
+        # Protocol isinstance checks are slow: decide once, not every cycle.
+        self._normalizers: dict[str, ScoreExtensions] = {
+            name: plugin for name, plugin, _ in self.score if isinstance(plugin, ScoreExtensions)
+        }
 
     @classmethod
     def build(
@@ -323,8 +327,9 @@ class Framework:
                 continue
             try:
                 scores = plugin.score(state, pod, table, slots)
-                if isinstance(plugin, ScoreExtensions):
-                    plugin.normalize_score(state, pod, scores)
+                normalizer = self._normalizers.get(name)
+                if normalizer is not None:
+                    normalizer.normalize_score(state, pod, scores)
             except Exception as exc:
                 status = _error(name, "score", exc)
                 break
