@@ -1,0 +1,197 @@
+"""connect / check_reachable and the HTTP transport, against a tiny aiohttp server."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import yaml
+from aiohttp import web
+from troupe.api.client import ApiError
+from troupe.scheduler.kube.connection import (
+    EXTRA_CONNECTIONS,
+    check_reachable,
+    connect,
+    kubeconfig_paths,
+)
+from troupe.scheduler.kube.errors import KubeConnectionError
+from troupe.scheduler.kube.transport import HttpTransport, Timeouts
+
+
+def write_kubeconfig(path: Path, server: str, token: str = "s3cret") -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": token}}],
+                "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "ctx",
+            }
+        )
+    )
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[str, list[web.Request]]]:
+    seen: list[web.Request] = []
+    release = asyncio.Event()
+
+    async def version(request: web.Request) -> web.Response:
+        seen.append(request)
+        if request.headers.get("Authorization") != "Bearer s3cret":
+            return web.json_response({"kind": "Status", "message": "Unauthorized"}, status=401)
+        return web.json_response({"gitVersion": "v1.36.0"})
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        seen.append(request)
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        await resp.write(b'{"type":"ADDED"}\n\n{"type":"MODIFIED"}\n')
+        await resp.write_eof()
+        return resp
+
+    async def slow(request: web.Request) -> web.Response:
+        await release.wait()
+        return web.json_response({})
+
+    async def echo(request: web.Request) -> web.Response:
+        seen.append(request)
+        return web.Response(
+            status=201,
+            body=await request.read(),
+            headers={"Retry-After": "3", "Content-Type": request.content_type},
+        )
+
+    app = web.Application()
+    app.router.add_get("/version", version)
+    app.router.add_get("/stream", stream)
+    app.router.add_get("/slow", slow)
+    app.router.add_post("/echo", echo)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}", seen
+    release.set()
+    await runner.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "expected"),
+    [
+        pytest.param("/a/config", "/b:/c", ["/a/config"], id="an explicit path wins"),
+        pytest.param(None, "/b:/c", ["/b", "/c"], id="KUBECONFIG is a path list"),
+        pytest.param(None, "", [str(Path.home() / ".kube" / "config")], id="the default"),
+    ],
+)
+def test_kubeconfig_paths(
+    explicit: str | None, env: str, expected: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", env)
+    assert kubeconfig_paths(explicit) == expected
+
+
+async def test_a_missing_kubeconfig_is_an_error_naming_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "config"
+    with pytest.raises(KubeConnectionError, match=str(missing)):
+        await connect(str(missing), None, False)
+
+
+async def test_a_broken_kubeconfig_is_an_error_naming_the_path(tmp_path: Path) -> None:
+    bad = tmp_path / "config"
+    bad.write_text("clusters: [")
+    with pytest.raises(KubeConnectionError, match=str(bad)):
+        await connect(str(bad), None, False)
+
+
+async def test_in_cluster_outside_a_cluster_names_the_token_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(KubeConnectionError, match="serviceaccount/token"):
+        await connect(None, None, True)
+
+
+async def test_kubeconfig_token_reaches_the_server_and_version_is_read(
+    server: tuple[str, list[web.Request]], tmp_path: Path
+) -> None:
+    url, seen = server
+    api = await connect(str(write_kubeconfig(tmp_path / "config", url)), None, False, pool_size=8)
+    try:
+        assert api.configuration.connection_pool_maxsize == 8 + EXTRA_CONNECTIONS
+        assert await check_reachable(api) == "v1.36.0"
+        assert seen[-1].headers["User-Agent"] == "troupe-scheduler"
+    finally:
+        await api.close()
+
+
+async def test_master_overrides_the_kubeconfig_server(
+    server: tuple[str, list[web.Request]], tmp_path: Path
+) -> None:
+    url, _ = server
+    path = write_kubeconfig(tmp_path / "config", "https://elsewhere.invalid:6443")
+    api = await connect(str(path), url, False)
+    try:
+        assert api.configuration.host == url
+        assert await check_reachable(api) == "v1.36.0"
+    finally:
+        await api.close()
+
+
+async def test_rejected_credentials_are_named(
+    server: tuple[str, list[web.Request]], tmp_path: Path
+) -> None:
+    url, _ = server
+    api = await connect(str(write_kubeconfig(tmp_path / "c", url, token="wrong")), None, False)
+    try:
+        with pytest.raises(KubeConnectionError, match="rejected the credentials"):
+            await check_reachable(api)
+    finally:
+        await api.close()
+
+
+async def test_an_unreachable_server_is_an_error_naming_the_url(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    api = await connect(None, url, False)
+    try:
+        with pytest.raises(KubeConnectionError, match=url):
+            await check_reachable(api, timeout=2.0)
+    finally:
+        await api.close()
+
+
+async def test_transport_sends_bytes_as_is_and_reads_raw_replies(
+    server: tuple[str, list[web.Request]], tmp_path: Path
+) -> None:
+    url, _ = server
+    api = await connect(str(write_kubeconfig(tmp_path / "config", url)), None, False)
+    try:
+        t = HttpTransport(api, Timeouts(connect=1.0, total=0.3))
+        resp = await t.request(
+            "POST", "/echo", body=b'{"a":1}', content_type="application/merge-patch+json"
+        )
+        assert (resp.status, resp.body, resp.retry_after) == (201, b'{"a":1}', "3")
+        async with t.stream("/stream", query={"watch": "true"}, timeout=2.0) as s:
+            assert s.status == 200
+            assert [line async for line in s.lines()] == [
+                b'{"type":"ADDED"}\n',
+                b'{"type":"MODIFIED"}\n',
+            ]
+        with pytest.raises(ApiError) as err:
+            await t.request("GET", "/slow")
+        assert err.value.status == 0 and "timed out" in err.value.message
+    finally:
+        await api.close()

@@ -1,0 +1,198 @@
+"""Raw HTTP to the API server over the ``ApiClient``'s own aiohttp session.
+
+The generated kubernetes-asyncio methods build and decode OpenAPI model objects,
+which is slow and, for ``pods/binding``, wrong (the Status reply fails to decode).
+troupe therefore sends pre-serialized JSON bytes and reads raw bytes back, through
+the session, TLS context, proxy settings and bearer-token hook that
+``kubernetes_asyncio`` configured from the kubeconfig: one connection pool, one
+authentication path. ``KubeClient`` (writes) and ``Informer`` (list + watch) call
+``Transport``; unit tests substitute a scripted fake with the same protocol.
+
+Every request carries a timeout (connect and total): a half-open connection never
+hangs a binding or a watch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient
+
+from troupe.scheduler.kube.errors import ResponseError, response_error, to_api_error
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+Query = Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Seconds allowed to connect and for a whole (non-watch) request."""
+
+    connect: float = 5.0
+    total: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    body: bytes
+    retry_after: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def error(self, what: str = "") -> ResponseError:
+        return response_error(self.status, self.body, self.retry_after, what)
+
+
+class WatchStream(Protocol):
+    """An open streaming response: its status, and its body line by line."""
+
+    @property
+    def status(self) -> int: ...
+
+    async def body(self) -> bytes:
+        """The whole body (for a non-200 reply)."""
+        ...
+
+    def lines(self) -> AsyncIterator[bytes]:
+        """Non-empty lines until the server ends the response."""
+        ...
+
+
+class Transport(Protocol):
+    @property
+    def base_url(self) -> str: ...
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: bytes | None = None,
+        content_type: str = JSON,
+        timeout: float | None = None,
+    ) -> Response:
+        """One request. Returns any HTTP reply; raises ``ApiError(0, ...)`` when there
+        is no reply (refused, reset, timed out)."""
+        ...
+
+    def stream(
+        self, path: str, *, query: Query, timeout: float
+    ) -> AbstractAsyncContextManager[WatchStream]:
+        """A streaming GET (watch). Failures with no reply raise ``ApiError(0, ...)``."""
+        ...
+
+
+class _AiohttpStream:
+    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+        self._resp = resp
+
+    @property
+    def status(self) -> int:
+        return self._resp.status
+
+    async def body(self) -> bytes:
+        return await self._resp.read()
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        content = self._resp.content
+        while True:
+            line = await content.readline()
+            if not line:
+                return
+            if not line.isspace():
+                yield line
+
+
+class HttpTransport:
+    """``Transport`` over a configured ``kubernetes_asyncio`` ``ApiClient``."""
+
+    def __init__(self, api_client: ApiClient, timeouts: Timeouts | None = None) -> None:
+        self._api = api_client
+        self.timeouts = timeouts or Timeouts()
+        cfg = api_client.configuration
+        self._base_url: str = str(cfg.host).rstrip("/")
+        rest = api_client.rest_client
+        self._session: aiohttp.ClientSession = rest.pool_manager
+        self._extra: dict[str, Any] = {}
+        if rest.proxy:
+            self._extra["proxy"] = rest.proxy
+        if rest.proxy_headers:
+            self._extra["proxy_headers"] = rest.proxy_headers
+        if rest.server_hostname:
+            self._extra["server_hostname"] = rest.server_hostname
+        self._user_agent = "troupe-scheduler"
+        self._timeout = aiohttp.ClientTimeout(
+            total=self.timeouts.total, connect=self.timeouts.connect
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON, "User-Agent": self._user_agent}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        # Runs the configuration's token-refresh hook (in-cluster tokens rotate).
+        await self._api.update_params_for_auth(headers, [], ["BearerToken"])
+        return headers
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: bytes | None = None,
+        content_type: str = JSON,
+        timeout: float | None = None,
+    ) -> Response:
+        headers = await self._headers(content_type if body is not None else None)
+        client_timeout = (
+            self._timeout
+            if timeout is None
+            else aiohttp.ClientTimeout(total=timeout, connect=min(timeout, self.timeouts.connect))
+        )
+        try:
+            async with self._session.request(
+                method,
+                self._base_url + path,
+                params=query,
+                data=body,
+                headers=headers,
+                timeout=client_timeout,
+                **self._extra,
+            ) as resp:
+                data = await resp.read()
+                return Response(resp.status, data, resp.headers.get("Retry-After"))
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise to_api_error(exc, f"{method} {path}") from exc
+
+    @asynccontextmanager
+    async def stream(
+        self, path: str, *, query: Query, timeout: float
+    ) -> AsyncIterator[WatchStream]:
+        headers = await self._headers(None)
+        client_timeout = aiohttp.ClientTimeout(total=timeout, connect=self.timeouts.connect)
+        try:
+            async with self._session.get(
+                self._base_url + path,
+                params=query,
+                headers=headers,
+                timeout=client_timeout,
+                **self._extra,
+            ) as resp:
+                yield _AiohttpStream(resp)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise to_api_error(exc, f"GET {path}") from exc
