@@ -1,0 +1,134 @@
+"""``pods/eviction``: ``EvictionREST.Create`` of pkg/registry/core/pod/storage/eviction.go.
+
+Terminal, pending and already-deleting pods are deleted outright (``canIgnorePDB``);
+otherwise the one PodDisruptionBudget selecting the pod must allow a disruption or the
+answer is 429 TooManyRequests with upstream's message and DisruptionBudget cause. When no
+disruption controller filled the PDB status, ``pdb_budget`` computes it from
+minAvailable/maxUnavailable and the healthy (Ready, not deleting) matching pods, counting
+every matching pod as expected. Called by the server's subresource handler.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from troupe.api.objects import LabelSelector as ApiLabelSelector
+from troupe.api.selectors import label_selector_matches
+from troupe.sim.apiserver import errors
+from troupe.sim.apiserver.pods import TERMINAL_PHASES
+from troupe.sim.apiserver.store import Obj, Store
+
+_VIOLATION: Final = "Cannot evict pod as it would violate the pod's disruption budget."
+_MANY_PDBS: Final = (
+    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not "
+    "support."
+)
+
+
+def pod_is_healthy(pod: Obj) -> bool:
+    """Counted by the disruption controller: Ready and not being deleted."""
+    if pod["metadata"].get("deletionTimestamp"):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _scaled(value: int | str, total: int, round_up: bool) -> int:
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    if text.endswith("%"):
+        percent = int(text[:-1])
+        whole, rest = divmod(percent * total, 100)
+        return whole + (1 if round_up and rest else 0)
+    return int(text)
+
+
+def pdb_budget(store: Store, pdb: Obj) -> tuple[int, int, int]:
+    """(disruptionsAllowed, desiredHealthy, currentHealthy) of a PDB, from its status when a
+    controller set it, else computed from the matching pods as the disruption controller would."""
+    status = pdb.get("status") or {}
+    if "disruptionsAllowed" in status:
+        return (
+            int(status["disruptionsAllowed"]),
+            int(status.get("desiredHealthy", 0)),
+            int(status.get("currentHealthy", 0)),
+        )
+    pods = [p for p in _pods_of(store, pdb)]
+    expected = len(pods)
+    healthy = sum(1 for p in pods if pod_is_healthy(p))
+    spec = pdb.get("spec") or {}
+    if spec.get("maxUnavailable") is not None:
+        desired = max(0, expected - _scaled(spec["maxUnavailable"], expected, True))
+    elif spec.get("minAvailable") is not None:
+        desired = _scaled(spec["minAvailable"], expected, True)
+    else:
+        desired = expected
+    return max(0, healthy - desired), desired, healthy
+
+
+def _pods_of(store: Store, pdb: Obj) -> list[Obj]:
+    selector = (pdb.get("spec") or {}).get("selector")
+    if selector is None:
+        return []
+    parsed = ApiLabelSelector.model_validate(selector)
+    namespace = pdb["metadata"].get("namespace")
+    return [
+        p
+        for p in store.list("pods", namespace, copy=False)
+        if label_selector_matches(parsed, p["metadata"].get("labels") or {})
+    ]
+
+
+def evict(store: Store, namespace: str, name: str, eviction: Obj) -> None:
+    """Evict a pod unless a PodDisruptionBudget forbids it (429)."""
+    rt = store.resolve("pods")
+    meta = eviction.get("metadata") or {}
+    if meta.get("name") and meta["name"] != name:
+        raise errors.bad_request("name in URL does not match name in Eviction object")
+    options = eviction.get("deleteOptions") or {}
+    pod = store.find(rt, namespace, name)
+    if pod is None:
+        raise errors.not_found(rt, name)
+    phase = (pod.get("status") or {}).get("phase")
+    # canIgnorePDB: terminal, pending and already-deleting pods are evicted outright.
+    if phase not in (*TERMINAL_PHASES, "Pending") and not pod["metadata"].get("deletionTimestamp"):
+        pdbs_rt = store.resolve("poddisruptionbudgets.policy")
+        labels = pod["metadata"].get("labels") or {}
+        matching = [
+            pdb
+            for pdb in store.list(pdbs_rt, namespace, copy=False)
+            if (pdb.get("spec") or {}).get("selector") is not None
+            and label_selector_matches(
+                ApiLabelSelector.model_validate(pdb["spec"]["selector"]), labels
+            )
+        ]
+        if len(matching) > 1:
+            raise errors.ApiError(errors.status_failure(500, "InternalError", _MANY_PDBS))
+        if matching:
+            pdb = matching[0]
+            allowed, desired, healthy = pdb_budget(store, pdb)
+            if allowed <= 0:
+                why = (
+                    f"The disruption budget {pdb['metadata']['name']} needs {desired} healthy "
+                    f"pods and has {healthy} currently"
+                )
+                cause = {"reason": "DisruptionBudget", "message": why}
+                raise errors.ApiError(
+                    errors.status_failure(429, "TooManyRequests", _VIOLATION, {"causes": [cause]})
+                )
+            if "disruptionsAllowed" in (pdb.get("status") or {}):
+                status = dict(pdb["status"])
+                status["disruptionsAllowed"] = allowed - 1
+                status["disruptedPods"] = {**(status.get("disruptedPods") or {}), name: store.now()}
+                store.replace_object(
+                    pdbs_rt, {**pdb, "status": status, "metadata": dict(pdb["metadata"])}, pdb
+                )
+    store.delete(
+        rt,
+        name,
+        namespace,
+        grace_period_seconds=options.get("gracePeriodSeconds"),
+        preconditions=options.get("preconditions"),
+        copy=False,
+    )

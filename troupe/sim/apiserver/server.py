@@ -1,0 +1,228 @@
+"""``ApiServer``: the embedded Kubernetes-compatible API server on loopback.
+
+An aiohttp application with one catch-all route: the path is parsed the way
+``RequestInfoFactory`` does (``/api/v1/...``, ``/apis/<g>/<v>/...``, optional
+``namespaces/<ns>``, resource, name, subresource) and dispatched to the verb handlers,
+the watch streamer, discovery, ``/version``, health and OpenAPI endpoints. Faults are
+applied before any handler runs. Users (``troupe sim``), integration tests and
+benchmarks start one and talk to it with kubernetes-asyncio or kubectl; in-process code
+uses ``ApiServer.store`` directly.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Final
+
+from aiohttp import web
+from troupe.api.clock import Clock
+from troupe.sim.apiserver import discovery, errors, handlers, openapi
+from troupe.sim.apiserver.errors import ApiError
+from troupe.sim.apiserver.events import dumps
+from troupe.sim.apiserver.faults import Faults
+from troupe.sim.apiserver.handlers import ResourceRequest, json_response
+from troupe.sim.apiserver.strategies import new_store
+from troupe.sim.apiserver.watch import TRUE_VALUES, WatchStreams, serve_watch
+from troupe.sim.kubeconfig import write_kubeconfig
+
+log = logging.getLogger(__name__)
+
+_HEALTH: Final = ("healthz", "readyz", "livez")
+_NAMESPACE_SUBRESOURCES: Final = ("status", "finalize")
+
+
+class ApiServer:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        bookmark_interval: float = 60.0,
+        history: int = 10000,
+        clock: Clock | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.bookmark_interval = bookmark_interval
+        self.store = new_store(history=history, clock=clock)
+        self.streams = WatchStreams()
+        self.faults = Faults(self.streams.drop_all, self.store.compact)
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> str:
+        """Listen; returns the base URL ``http://127.0.0.1:<port>``."""
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=0.5
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
+        await site.start()
+        address = self._runner.addresses[0]
+        self.port = int(address[1])
+        self.url = f"http://{self.host}:{self.port}"
+        return self.url
+
+    async def stop(self) -> None:
+        self.store.close_watchers()
+        await self.store.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> ApiServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        if not self.url:
+            raise RuntimeError("start the server before writing a kubeconfig")
+        return write_kubeconfig(path, self.url)
+
+    # --- dispatch ----------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            if self.faults.active:
+                await self.faults.apply(request.method, request.path)
+            return await self._route(request)
+        except ApiError as error:
+            return web.Response(
+                body=dumps(error.status),
+                status=error.code,
+                content_type="application/json",
+                headers=error.headers,
+            )
+
+    async def _route(self, request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.path.split("/") if p]
+        method = request.method
+        if not parts:
+            return json_response(
+                {
+                    "paths": [
+                        "/api",
+                        "/api/v1",
+                        "/apis",
+                        "/healthz",
+                        "/livez",
+                        "/openapi/v2",
+                        "/openapi/v3",
+                        "/readyz",
+                        "/version",
+                    ]
+                }
+            )
+        head = parts[0]
+        if head in _HEALTH:
+            return web.Response(text="ok", content_type="text/plain")
+        if head == "version":
+            return json_response(discovery.VERSION_INFO)
+        registry = self.store.registry
+        if head == "openapi" and len(parts) > 1 and parts[1] == "v3":
+            doc = (
+                openapi.index(registry)
+                if len(parts) == 2
+                else openapi.group_version_document(registry, "/".join(parts[2:]))
+            )
+            if doc is not None:
+                return json_response(doc)
+        if head not in ("api", "apis"):
+            raise errors.not_found_path()
+        accept = request.headers.get("Accept", "")
+        if head == "api":
+            if len(parts) == 1:
+                if discovery.wants_aggregated(accept):
+                    return self._aggregated(discovery.aggregated(registry, core=True))
+                return json_response(discovery.api_versions(f"{self.host}:{self.port}"))
+            if parts[1] != "v1":
+                raise errors.not_found_path()
+            group, version, rest = "", "v1", parts[2:]
+        else:
+            if len(parts) == 1:
+                if discovery.wants_aggregated(accept):
+                    return self._aggregated(discovery.aggregated(registry, core=False))
+                return json_response(discovery.api_group_list(registry))
+            if len(parts) == 2:
+                group_doc = discovery.api_group(registry, parts[1])
+                if group_doc is None:
+                    raise errors.not_found_path()
+                return json_response(group_doc)
+            group, version, rest = parts[1], parts[2], parts[3:]
+        if not rest:
+            resources = discovery.api_resource_list(registry, group, version)
+            if resources is None:
+                raise errors.not_found_path()
+            return json_response(resources)
+        req = self._parse_resource(group, version, rest)
+        return await self._verb(request, method, req)
+
+    def _aggregated(self, body: dict[str, Any]) -> web.Response:
+        response = web.Response(body=dumps(body), status=200)
+        response.headers["Content-Type"] = discovery.AGGREGATED_CONTENT_TYPE
+        return response
+
+    def _parse_resource(self, group: str, version: str, rest: list[str]) -> ResourceRequest:
+        namespace: str | None = None
+        if rest[0] == "namespaces" and len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            namespace, rest = rest[1], rest[2:]
+        if len(rest) > 3:
+            raise errors.not_found_path()
+        rt = self.store.registry.lookup(group, version, rest[0])
+        if rt is None:
+            raise errors.not_found_path()
+        name = rest[1] if len(rest) > 1 else None
+        subresource = rest[2] if len(rest) > 2 else None
+        if namespace is not None and not rt.namespaced:
+            raise errors.not_found_path()
+        if rt.namespaced and name is not None and namespace is None:
+            raise errors.not_found_path()
+        if subresource is not None and subresource not in rt.subresources:
+            raise errors.not_found_path()
+        return ResourceRequest(rt, namespace, name, subresource)
+
+    async def _verb(
+        self, request: web.Request, method: str, req: ResourceRequest
+    ) -> web.StreamResponse:
+        store = self.store
+        if req.name is None:
+            if method == "GET":
+                if request.query.get("watch", "") in TRUE_VALUES:
+                    labels, fields = handlers.selectors(req.rt, request.query)
+                    return await serve_watch(
+                        request,
+                        store,
+                        req.rt,
+                        req.namespace,
+                        labels,
+                        fields,
+                        bookmark_interval=self.bookmark_interval,
+                        streams=self.streams,
+                    )
+                return handlers.list_objects(store, req, request.query)
+            if method == "POST":
+                if req.rt.namespaced and req.namespace is None:
+                    raise errors.not_found_path()
+                return await handlers.create(store, req, request)
+            if method == "DELETE":
+                return await handlers.delete_collection(store, req, request)
+            raise errors.method_not_allowed()
+        if req.subresource in ("binding", "eviction"):
+            if method != "POST":
+                raise errors.method_not_allowed()
+            return await handlers.subresource_post(store, req, request)
+        if method == "GET":
+            return handlers.get(store, req)
+        if method == "PUT":
+            return await handlers.update(store, req, request)
+        if method == "PATCH":
+            return await handlers.patch(store, req, request)
+        if method == "DELETE" and req.subresource is None:
+            return await handlers.delete(store, req, request)
+        raise errors.method_not_allowed()

@@ -1,0 +1,482 @@
+"""The in-memory object store behind the embedded API server.
+
+Objects are plain JSON dicts, kept per kind key and never mutated once stored: a write
+builds a new dict (sharing unchanged sub-dicts with the old one), so reads and watch
+fan-out hand out references without copying. One global integer resourceVersion orders
+every write, as etcd's revision does; each kind keeps a bounded history of events for
+watches that resume from a resourceVersion (``floor`` is the oldest RV still resumable,
+upstream's ``oldest-1``).
+
+Kind-specific behaviour (pod defaults and admission, CRD registration, graceful pod
+deletion) lives in ``Strategy`` objects installed by ``strategies.new_store``. The HTTP
+server calls the ``*_shared`` style methods with ``copy=False``; in-process callers (the
+simulated kubelets, scenarios, tests) use the same methods and get private copies. Every
+write, whoever makes it, emits the same watch events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from troupe.api.clock import Clock, RealClock
+from troupe.sim.apiserver import errors
+from troupe.sim.apiserver.events import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    Watcher,
+    WatchEvent,
+    with_resource_version,
+)
+from troupe.sim.apiserver.hub import Hub
+from troupe.sim.apiserver.meta import clone, generate_name, new_uid, rfc3339
+from troupe.sim.apiserver.paging import (
+    CONTINUE_EXPIRED,
+    Snapshots,
+    decode_continue,
+    encode_continue,
+)
+from troupe.sim.apiserver.patch import merge_patch
+from troupe.sim.apiserver.resources import Registry, ResourceType
+from troupe.sim.apiserver.selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
+from troupe.sim.apiserver.strategy import (
+    SYSTEM_META,
+    Obj,
+    Strategy,
+    check_delete_preconditions,
+    merge_update,
+)
+from troupe.sim.apiserver.subscription import Subscription
+
+
+def _index(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+class Store:
+    def __init__(
+        self, registry: Registry | None = None, *, history: int = 10000, clock: Clock | None = None
+    ) -> None:
+        self.registry = registry or Registry()
+        self.clock: Clock = clock or RealClock()
+        self.hub = Hub(history)
+        self._rv = 0
+        self._objects: dict[str, dict[str, Obj]] = {}
+        self._strategies: dict[str, Strategy] = {}
+        self._default_strategy = Strategy()
+        self._snapshots = Snapshots()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- plumbing ----------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        return self._rv
+
+    def set_strategy(self, key: str, strategy: Strategy) -> None:
+        self._strategies[key] = strategy
+
+    def strategy(self, rt: ResourceType) -> Strategy:
+        return self._strategies.get(rt.key, self._default_strategy)
+
+    def resolve(self, kind: str | ResourceType) -> ResourceType:
+        return kind if isinstance(kind, ResourceType) else self.registry.resolve(kind)
+
+    def objects(self, rt: ResourceType) -> dict[str, Obj]:
+        return self._objects.setdefault(rt.key, {})
+
+    def floor(self, key: str) -> int:
+        return self.hub.floor(key)
+
+    def now(self) -> str:
+        return rfc3339(self.clock.wall())
+
+    def spawn(self, coro: Any) -> None:
+        """Run a background job owned by the store (cancelled by ``close``)."""
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.hub.close_watchers()
+
+    def _next_rv(self) -> str:
+        self._rv += 1
+        return str(self._rv)
+
+    def _emit(self, rt: ResourceType, type_: str, obj: Obj, prev: Obj | None) -> WatchEvent:
+        event = WatchEvent(type_, self._rv, obj, prev)
+        self.hub.publish(rt.key, event)
+        self.strategy(rt).after_write(self, rt, event)
+        self.hub.notify(rt.key, event)
+        return event
+
+    def compact(self) -> None:
+        """Forget every event and continue snapshot: any older RV now gets 410 Expired."""
+        self.hub.compact(set(self._objects), self._rv)
+        self._snapshots.clear()
+
+    # --- reads -------------------------------------------------------------------------
+
+    def get(
+        self,
+        kind: str | ResourceType,
+        name: str,
+        namespace: str | None = None,
+        *,
+        copy: bool = True,
+    ) -> Obj:
+        rt = self.resolve(kind)
+        obj = self.objects(rt).get(_index(namespace or "" if rt.namespaced else "", name))
+        if obj is None:
+            raise errors.not_found(rt, name)
+        return clone(obj) if copy else obj
+
+    def find(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
+        return self.objects(rt).get(_index(namespace if rt.namespaced else "", name))
+
+    def _select(
+        self, rt: ResourceType, namespace: str | None, labels: LabelSelector, fields: FieldSelector
+    ) -> list[tuple[str, Obj]]:
+        selected: list[tuple[str, Obj]] = []
+        for index, obj in self.objects(rt).items():
+            meta = obj["metadata"]
+            if namespace is not None and rt.namespaced and meta.get("namespace") != namespace:
+                continue
+            if not labels.empty and not labels.matches(meta.get("labels")):
+                continue
+            if not fields.empty and not fields.matches(obj):
+                continue
+            selected.append((index, obj))
+        selected.sort(key=lambda pair: pair[0])
+        return selected
+
+    def list(
+        self,
+        kind: str | ResourceType,
+        namespace: str | None = None,
+        label_selector: str | Mapping[str, str] | LabelSelector | None = None,
+        field_selector: str | FieldSelector | None = None,
+        *,
+        copy: bool = True,
+    ) -> list[Obj]:
+        rt = self.resolve(kind)
+        labels = (
+            label_selector
+            if isinstance(label_selector, LabelSelector)
+            else parse_label_selector(label_selector)
+        )
+        fields = (
+            field_selector
+            if isinstance(field_selector, FieldSelector)
+            else parse_field_selector(field_selector)
+        )
+        items = [obj for _, obj in self._select(rt, namespace, labels, fields)]
+        return [clone(obj) for obj in items] if copy else items
+
+    def list_page(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        limit: int,
+        continue_token: str,
+    ) -> tuple[builtins.list[Obj], int, str, int | None]:
+        """(items, list RV, next continue token or "", remainingItemCount or None)."""
+        if continue_token:
+            token = decode_continue(continue_token)
+            list_rv = token["rv"]
+            if list_rv < self.floor(rt.key):
+                raise errors.expired(CONTINUE_EXPIRED)
+            snapshot = self._snapshots.get(token.get("s", -1))
+            candidates = (
+                snapshot if snapshot is not None else self._select(rt, namespace, labels, fields)
+            )
+            start = token["start"]
+            remaining = [pair for pair in candidates if pair[0] > start]
+            snap_id = token.get("s", -1) if snapshot is not None else -1
+        else:
+            list_rv = self._rv
+            remaining = self._select(rt, namespace, labels, fields)
+            snap_id = -1
+        if limit <= 0 or len(remaining) <= limit:
+            return [obj for _, obj in remaining], list_rv, "", None
+        if snap_id < 0:
+            snap_id = self._snapshots.add(remaining)
+        page = remaining[:limit]
+        token_text = encode_continue({"rv": list_rv, "start": page[-1][0], "s": snap_id})
+        return [obj for _, obj in page], list_rv, token_text, len(remaining) - limit
+
+    # --- writes ------------------------------------------------------------------------
+
+    def create(
+        self, kind: str | ResourceType, obj: Obj, namespace: str | None = None, *, copy: bool = True
+    ) -> Obj:
+        """Store a new object (``obj`` is taken over unless ``copy``); returns the stored one."""
+        rt = self.resolve(kind)
+        obj = clone(obj) if copy else obj
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            meta = obj["metadata"] = {}
+        if rt.namespaced:
+            namespace = namespace or meta.get("namespace") or "default"
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            if self.find(self.registry.resolve("namespaces"), "", namespace) is None:
+                raise errors.namespace_not_found(namespace)
+            meta["namespace"] = namespace
+        else:
+            namespace = ""
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = generate_name(str(meta["generateName"]))
+        name = meta.get("name") or ""
+        if not name:
+            raise errors.invalid(
+                rt,
+                "",
+                [
+                    (
+                        "metadata.name",
+                        "FieldValueRequired",
+                        "Required value: name or generateName is required",
+                    )
+                ],
+            )
+        obj.pop("kind", None)
+        obj.pop("apiVersion", None)
+        served = self.registry.versions_of(rt.key)
+        obj = {"kind": rt.kind, "apiVersion": (served[0] if served else rt).api_version, **obj}
+        for field in SYSTEM_META:
+            meta.pop(field, None)
+        meta.pop("resourceVersion", None)
+        self.strategy(rt).prepare_create(self, rt, obj)
+        index = _index(namespace, name)
+        objects = self.objects(rt)
+        if index in objects:
+            raise errors.already_exists(rt, name)
+        meta["uid"] = new_uid()
+        meta["creationTimestamp"] = self.now()
+        meta["generation"] = 1
+        meta["resourceVersion"] = self._next_rv()
+        objects[index] = obj
+        self._emit(rt, ADDED, obj, None)
+        return clone(obj) if copy else obj
+
+    def update(
+        self,
+        kind: str | ResourceType,
+        obj: Obj,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        copy: bool = True,
+    ) -> Obj:
+        """PUT semantics: optimistic concurrency on metadata.resourceVersion when given."""
+        rt = self.resolve(kind)
+        obj = clone(obj) if copy else obj
+        raw_meta = obj.get("metadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        name = str(meta.get("name") or "")
+        ns = (namespace or meta.get("namespace") or "default") if rt.namespaced else ""
+        old = self.find(rt, ns, name)
+        if old is None:
+            if rt.allow_create_on_update and subresource is None:
+                meta.pop("resourceVersion", None)
+                return self.create(rt, obj, ns or None, copy=copy)
+            raise errors.not_found(rt, name)
+        rv = meta.get("resourceVersion")
+        if rv:
+            if rv != old["metadata"]["resourceVersion"]:
+                raise errors.stale_conflict(rt, name)
+        elif not rt.allow_unconditional_update:
+            raise errors.invalid(
+                rt,
+                name,
+                [
+                    (
+                        "metadata.resourceVersion",
+                        "FieldValueInvalid",
+                        "Invalid value: 0x0: must be specified for an update",
+                    )
+                ],
+            )
+        uid = meta.get("uid")
+        if uid and uid != old["metadata"]["uid"]:
+            raise errors.storage_precondition_conflict(rt, ns, name, uid, old["metadata"]["uid"])
+        new = merge_update(rt, obj, old, subresource)
+        self.strategy(rt).prepare_update(self, rt, new, old, subresource)
+        result = self._commit_update(rt, new, old)
+        return clone(result) if copy else result
+
+    def _commit_update(self, rt: ResourceType, new: Obj, old: Obj) -> Obj:
+        meta = new["metadata"]
+        meta["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if new == old:
+            return old  # A no-op update writes nothing and emits nothing, as upstream.
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")
+        ):
+            return self._remove(rt, old, final=new)
+        meta["resourceVersion"] = self._next_rv()
+        self.objects(rt)[_index(meta.get("namespace", ""), meta["name"])] = new
+        self._emit(rt, MODIFIED, new, old)
+        return new
+
+    def replace_object(self, rt: ResourceType, new: Obj, old: Obj) -> Obj:
+        """Commit a server-side change built from ``old`` (binding, graceful delete, ...)."""
+        return self._commit_update(rt, new, old)
+
+    def patch_status(
+        self,
+        kind: str | ResourceType,
+        name: str,
+        status: Mapping[str, Any],
+        namespace: str | None = None,
+    ) -> Obj:
+        """Merge ``status`` (RFC 7386) into the object's status, as a status-subresource write."""
+        rt = self.resolve(kind)
+        old = self.get(rt, name, namespace, copy=False)
+        new = {**old, "status": merge_patch(old.get("status") or {}, dict(status))}
+        new["metadata"] = dict(old["metadata"])
+        self.strategy(rt).prepare_update(self, rt, new, old, "status")
+        result: Obj = clone(self._commit_update(rt, new, old))
+        return result
+
+    def delete(
+        self,
+        kind: str | ResourceType,
+        name: str,
+        namespace: str | None = None,
+        *,
+        grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, Any] | None = None,
+        copy: bool = True,
+    ) -> tuple[Obj, bool]:
+        """Delete (or start deleting) an object: (its last state, whether it is gone now)."""
+        rt = self.resolve(kind)
+        ns = (namespace or "default") if rt.namespaced else ""
+        old = self.find(rt, ns, name)
+        if old is None:
+            raise errors.not_found(rt, name)
+        self.strategy(rt).check_delete(self, rt, old)
+        check_delete_preconditions(rt, old, preconditions or {})
+        meta = old["metadata"]
+        grace = self.strategy(rt).grace_period(self, rt, old, grace_period_seconds)
+        if meta.get("deletionTimestamp"):
+            current = meta.get("deletionGracePeriodSeconds") or 0
+            if grace >= current or (grace > 0 and meta.get("finalizers")):
+                return (clone(old) if copy else old), False
+        if grace > 0 or meta.get("finalizers"):
+            new_meta = dict(meta)
+            wall = self.clock.wall()
+            if grace > 0 or not meta.get("deletionTimestamp"):
+                new_meta["deletionTimestamp"] = rfc3339(wall + grace)
+            new_meta["deletionGracePeriodSeconds"] = grace
+            if grace > 0:
+                new_meta["generation"] = int(meta.get("generation", 1)) + 1
+            new = {**old, "metadata": new_meta}
+            result = self._commit_update(rt, new, old)
+            gone = self.find(rt, ns, name) is None
+            return (clone(result) if copy else result), gone
+        result = self._remove(rt, old)
+        return (clone(result) if copy else result), True
+
+    def _remove(self, rt: ResourceType, old: Obj, final: Obj | None = None) -> Obj:
+        meta = old["metadata"]
+        self.objects(rt).pop(
+            _index(meta.get("namespace", "") if rt.namespaced else "", meta["name"]), None
+        )
+        last = with_resource_version(final or old, self._next_rv())
+        self._emit(rt, DELETED, last, old)
+        return last
+
+    # --- watches -----------------------------------------------------------------------
+
+    def watch(
+        self,
+        kind: str | ResourceType,
+        namespace: str | None = None,
+        label_selector: str | Mapping[str, str] | LabelSelector | None = None,
+        field_selector: str | FieldSelector | None = None,
+        resource_version: str | None = None,
+    ) -> Watcher:
+        """Open a watcher: synthetic ADDED events for "" / "0" / None, else history after RV.
+
+        Raises ``ApiError`` 410 when the RV is older than the kept history.
+        """
+        rt = self.resolve(kind)
+        labels = (
+            label_selector
+            if isinstance(label_selector, LabelSelector)
+            else parse_label_selector(label_selector)
+        )
+        fields = (
+            field_selector
+            if isinstance(field_selector, FieldSelector)
+            else parse_field_selector(field_selector or None)
+        )
+        watcher = Watcher(rt.key, namespace if rt.namespaced else None, labels, fields)
+        if resource_version in (None, "", "0"):
+            for _, obj in self._select(rt, watcher.namespace, labels, fields):
+                watcher.queue.append(WatchEvent(ADDED, self._rv, obj, None))
+        else:
+            try:
+                since = int(str(resource_version))
+            except ValueError:
+                raise errors.bad_request(f"invalid resource version: {resource_version}") from None
+            watcher.queue.extend(self.hub.backlog(rt.key, since))
+        self.hub.register(watcher)
+        return watcher
+
+    def unwatch(self, watcher: Watcher) -> None:
+        self.hub.unregister(watcher)
+
+    def close_watchers(self, key: str | None = None) -> int:
+        """Close every watcher (of one kind): their streams end. Returns how many."""
+        return self.hub.close_watchers(key)
+
+    def subscribe(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | Mapping[str, str] | None = None,
+        field_selector: str | None = None,
+        *,
+        initial: bool = False,
+        copy: bool = True,
+    ) -> Subscription:
+        """An in-process watch: ``async for type_, obj in store.subscribe("pods")``.
+
+        ``initial`` first yields ADDED for every current object (like RV "0"); otherwise
+        only changes after now. With ``copy=False`` objects are the store's own (read-only).
+        """
+        rv = None if initial else str(self._rv)
+        return Subscription(
+            self, self.watch(kind, namespace, label_selector, field_selector, rv), copy
+        )
+
+    def listen(self, kind: str, callback: Callable[[str, Obj], None]) -> Callable[[], None]:
+        """Call ``callback(type, obj)`` synchronously after every change of a kind (objects
+        are the store's own: read-only). Returns the function that stops it."""
+        return self.hub.listen(self.resolve(kind).key, callback)
+
+
+__all__ = ["DELETED", "MODIFIED", "Obj", "Store", "Strategy", "Subscription"]
