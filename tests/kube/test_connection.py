@@ -15,6 +15,7 @@ from troupe.scheduler.kube.connection import (
     EXTRA_CONNECTIONS,
     check_reachable,
     connect,
+    env_proxy,
     kubeconfig_paths,
 )
 from troupe.scheduler.kube.errors import KubeConnectionError
@@ -195,3 +196,60 @@ async def test_transport_sends_bytes_as_is_and_reads_raw_replies(
         assert err.value.status == 0 and "timed out" in err.value.message
     finally:
         await api.close()
+
+
+@pytest.mark.parametrize(
+    ("env", "url", "proxy"),
+    [
+        pytest.param(
+            {"HTTPS_PROXY": "http://proxy:3128"},
+            "https://api:6443",
+            "http://proxy:3128",
+            id="an https server uses HTTPS_PROXY",
+        ),
+        pytest.param(
+            {"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "api"},
+            "https://api:6443",
+            None,
+            id="NO_PROXY exempts the server",
+        ),
+        pytest.param(
+            {"HTTP_PROXY": "http://proxy:3128"},
+            "https://api:6443",
+            None,
+            id="HTTP_PROXY does not apply to https",
+        ),
+        pytest.param({}, "http://127.0.0.1:1234", None, id="no proxy variables"),
+    ],
+)
+def test_env_proxy(
+    env: dict[str, str], url: str, proxy: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "NO_PROXY",
+        "no_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert env_proxy(url) == proxy
+
+
+async def test_the_session_resolves_the_environment_once_not_per_request(
+    server: tuple[str, list[web.Request]],
+) -> None:
+    url, _ = server
+    api = await connect(None, url, False, pool_size=4)
+    try:
+        session = api.rest_client.pool_manager
+        assert session.trust_env is False
+        assert session.connector is not None and session.connector.limit == 4 + EXTRA_CONNECTIONS
+    finally:
+        await api.close()
+    assert session.closed

@@ -250,3 +250,20 @@ async def test_transport_errors_while_recording_are_swallowed() -> None:
     rec = recorder(t, clock)
     await rec.record(FAILED)
     assert rec.counters.failed == 1
+
+
+async def test_the_flush_loop_writes_ended_series_on_its_tick() -> None:
+    t, clock = FakeTransport(), FakeClock()
+    rec = recorder(t, clock, EventPolicy(tick=60.0, finish_after=120.0))
+    for _ in range(3):
+        await rec.record(FAILED)
+    loop = asyncio.create_task(rec.run())
+    await asyncio.sleep(0)
+    for _ in range(3):
+        clock.advance(60.0)
+        for _ in range(10):
+            await asyncio.sleep(0)
+    assert t.sent[-1].json()["series"]["count"] == 3 and len(rec) == 0
+    loop.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await loop

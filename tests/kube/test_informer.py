@@ -255,7 +255,9 @@ async def test_paginated_list_then_watch_from_its_resource_version() -> None:
     [
         pytest.param(ScriptedWatch(status=410), id="410 on the watch request"),
         pytest.param(
-            ScriptedWatch(lines=[event("ERROR", {"kind": "Status", "code": 410})]),
+            ScriptedWatch(
+                lines=[event("ERROR", {"kind": "Status", "status": "Failure", "code": 410})]
+            ),
             id="410 as an in-stream ERROR event",
         ),
     ],

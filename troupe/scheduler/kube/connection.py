@@ -15,7 +15,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
+import aiohttp
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
@@ -82,7 +85,38 @@ async def connect(
         # Like clientcmd's BuildConfigFromFlags: --master wins over the kubeconfig server.
         cfg.host = master.rstrip("/")
     cfg.connection_pool_maxsize = max(1, pool_size) + EXTRA_CONNECTIONS
-    return ApiClient(configuration=cfg)
+    api = ApiClient(configuration=cfg)
+    _resolve_environment_once(api)
+    return api
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy ``HTTPS_PROXY``/``HTTP_PROXY`` name for ``url``, unless ``NO_PROXY``
+    exempts its host (what a client trusting the environment would use)."""
+    parts = urlsplit(url)
+    proxy = getproxies().get(parts.scheme)
+    if not proxy or (parts.hostname and proxy_bypass(parts.hostname)):
+        return None
+    return proxy
+
+
+def _resolve_environment_once(api: ApiClient) -> None:
+    # kubernetes_asyncio's session trusts the environment, which makes aiohttp look
+    # up netrc and proxy variables in a worker thread on every request: two thread
+    # hops per binding. The API server URL is fixed, so resolve the proxy once and
+    # give the rest client a session on the same connection pool that does not look.
+    rest = api.rest_client
+    old: aiohttp.ClientSession = rest.pool_manager
+    connector = old.connector
+    if connector is None:
+        return
+    old.detach()
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=connector, trust_env=False, read_bufsize=2**21
+    )
+    proxy = env_proxy(str(api.configuration.host))
+    if not rest.proxy and proxy:
+        rest.proxy = proxy
 
 
 async def check_reachable(api_client: ApiClient, timeout: float = 5.0) -> str:

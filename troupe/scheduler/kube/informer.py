@@ -84,6 +84,21 @@ class _Gone(Exception):
     """The resourceVersion we watch from was compacted away: relist."""
 
 
+def _raise_watch_error(line: bytes) -> None:
+    """Raise for an ERROR watch event: ``_Gone`` on 410, ``ResponseError`` otherwise.
+    Returns when the line is not an ERROR event."""
+    try:
+        event = WatchEvent[StatusObject].model_validate_json(line)
+    except ValidationError:
+        return
+    if event.type != "ERROR":
+        return
+    status = event.object
+    if status.code == 410:
+        raise _Gone
+    raise ResponseError(status.code, status.message or "watch error", reason=status.reason)
+
+
 # --- the informer ----------------------------------------------------------------------
 
 
@@ -325,13 +340,16 @@ class Informer(Generic[ObjT]):
 
     def apply(self, line: bytes) -> None:
         """Apply one watch event line to the store and the handlers."""
-        event = self._event_model.model_validate_json(line)
+        try:
+            event = self._event_model.model_validate_json(line)
+        except ValidationError:
+            # An ERROR event carries a Status, whose "status" string is not a valid
+            # object status: read it as one (rare path, parsed twice).
+            _raise_watch_error(line)
+            raise
         kind = event.type
         if kind == "ERROR":
-            status = WatchEvent[StatusObject].model_validate_json(line).object
-            if status.code == 410:
-                raise _Gone
-            raise ResponseError(status.code, status.message or "watch error", reason=status.reason)
+            _raise_watch_error(line)
         obj = event.object
         rv = obj.metadata.resource_version
         if kind == "BOOKMARK":
