@@ -29,6 +29,7 @@ from troupe.scheduler.kube import (
     check_reachable,
     connect,
 )
+from troupe.scheduler.tasks import TaskSupervisor
 from troupe.sim.apiserver.server import ApiServer
 
 NS = "team-a"
@@ -309,8 +310,6 @@ class Mirror:
 
 @pytest.fixture
 async def watched(cluster: Cluster) -> AsyncIterator[tuple[SharedInformers, Mirror]]:
-    from troupe.scheduler.tasks import TaskSupervisor
-
     mirror = Mirror()
     informers = SharedInformers(
         cluster.http,
@@ -383,3 +382,22 @@ async def test_compaction_forces_a_relist_that_reconciles_exactly(
     assert informers.pods.counters.relists_on_gone >= 1
     assert set(mirror.adds.values()) == {1}
     assert sum(mirror.deletes.values()) == 1
+
+
+async def test_informers_sync_after_the_server_fails_their_first_lists(cluster: Cluster) -> None:
+    await cluster.create_pod("p")
+    cluster.server.faults.fail("GET", r"^/api/v1/pods$", 500, times=2)
+    mirror = Mirror()
+    informers = SharedInformers(
+        cluster.http,
+        RealClock(),
+        mirror,
+        config=InformerConfig(initial_backoff=0.02, max_backoff=0.05),
+    )
+    supervisor = TaskSupervisor("informers")
+    informers.start(supervisor)
+    assert await informers.wait_for_sync(5.0)
+    assert informers.pods.counters.failures == 2
+    assert mirror.pods == await cluster.pods_on_server()
+    informers.stop()
+    assert await supervisor.drain(5.0)
