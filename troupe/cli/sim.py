@@ -1,15 +1,126 @@
-"""``troupe sim``: the embedded cluster with troupe scheduling on it."""
+"""``troupe sim``: troupe scheduling an embedded simulated cluster.
+
+With no arguments: start the embedded API server with simulated nodes and kubelets,
+start the scheduler against it over HTTP (the production client path), play the
+default scenario with a progress bar, print a summary and exit 0.
+``--scenario FILE`` plays a YAML scenario (docs/scenarios.md).
+``--serve`` keeps the cluster and the scheduler running until SIGTERM/SIGINT, with a
+kubeconfig written for kubectl.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import signal
 import sys
+import tempfile
+from pathlib import Path
+
+from troupe.api.config import (
+    ConfigError,
+    ResolvedConfig,
+    config_document,
+    load_config,
+    load_config_file,
+)
+from troupe.cli.render import ProgressBar, render_summary
+from troupe.plugins.registry import catalog, default_registry
+from troupe.scheduler.daemon import Connection, SchedulerDaemon
+from troupe.scheduler.logs import configure_logging
+from troupe.sim.cluster import SimCluster
+from troupe.sim.nodespec import NodeSpec
+from troupe.sim.runner import ScenarioRunner, node_spec
+from troupe.sim.scenario import DEFAULT_SCENARIO, ScenarioError, load_scenario
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", default=None, help="YAML scenario file (docs/scenarios.md)")
+    p.add_argument("--config", default=None, help="scheduler profile (default profile if unset)")
+    p.add_argument("--serve", action="store_true", help="keep running until SIGTERM")
+    p.add_argument("--port", type=int, default=0, help="API server port (--serve)")
+    p.add_argument("--kubeconfig-out", default=None, help="write a kubeconfig here (--serve)")
+    p.add_argument("--nodes", type=int, default=None, help="simulated nodes (--serve: 10)")
+    p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _config(path: str | None) -> ResolvedConfig:
+    cat = catalog(default_registry())
+    return load_config_file(path, cat) if path else load_config(config_document(), cat)
 
 
 def main(args: argparse.Namespace) -> int:
-    print("troupe sim: not available in this build", file=sys.stderr)
-    return 2
+    configure_logging(args.log_level, fmt="console")
+    try:
+        config = _config(args.config)
+        scenario = (
+            load_scenario(Path(args.scenario))
+            if args.scenario
+            else load_scenario(DEFAULT_SCENARIO, origin="default scenario")
+        )
+    except (ConfigError, ScenarioError) as exc:
+        print(f"troupe sim: {exc}", file=sys.stderr)
+        return 1
+    import uvloop
+
+    if args.serve:
+        return uvloop.run(_serve(args, config))
+    return uvloop.run(_play(args, config, scenario))
+
+
+async def _play(args: argparse.Namespace, config: ResolvedConfig, scenario: object) -> int:
+    from troupe.sim.scenario import Scenario
+
+    assert isinstance(scenario, Scenario)
+    nodes = [node_spec(g) for g in scenario.nodes]
+    if args.nodes is not None:
+        nodes = [NodeSpec(count=args.nodes, zones=("zone-a", "zone-b", "zone-c"))]
+    async with SimCluster(nodes) as cluster:
+        with tempfile.TemporaryDirectory() as tmp:
+            kubeconfig = cluster.write_kubeconfig(Path(tmp) / "kubeconfig")
+            daemon = SchedulerDaemon(config, Connection(kubeconfig=str(kubeconfig)), seed=1)
+            await daemon.start()
+            bar = None if args.no_progress else ProgressBar(sys.stderr)
+            print(
+                f"troupe sim: scenario {scenario.name!r} on {len(cluster.node_names)} nodes "
+                f"(API server {cluster.url})",
+                file=sys.stderr,
+            )
+            try:
+                runner = ScenarioRunner(cluster, scenario, progress=bar)
+                summary = await runner.run()
+            finally:
+                if bar is not None:
+                    bar.close()
+                await daemon.stop(grace=2)
+    print(render_summary(summary))
+    return 0
+
+
+async def _serve(args: argparse.Namespace, config: ResolvedConfig) -> int:
+    count = args.nodes if args.nodes is not None else 10
+    nodes = [NodeSpec(count=count, zones=("zone-a", "zone-b", "zone-c"))] if count else []
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with SimCluster(nodes, port=args.port) as cluster:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(args.kubeconfig_out) if args.kubeconfig_out else Path(tmp) / "kubeconfig"
+            cluster.write_kubeconfig(out)
+            daemon = SchedulerDaemon(config, Connection(kubeconfig=str(out)))
+            await daemon.start()
+            print(
+                f"troupe sim: serving {cluster.url} with {count} nodes; kubeconfig {out}",
+                file=sys.stderr,
+                flush=True,
+            )
+            waiter = asyncio.ensure_future(daemon.wait())
+            stopper = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            stopper.cancel()
+            await daemon.stop(grace=5)
+            failed = waiter.done() and not waiter.cancelled() and waiter.exception() is not None
+    print("troupe sim: stopped", file=sys.stderr)
+    return 1 if failed else 0
