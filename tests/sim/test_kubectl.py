@@ -1,0 +1,93 @@
+"""The real kubectl against the embedded API server: create, apply, get (table and JSON),
+watch, delete, CRD kinds, and upstream's error wording. kubectl must be installed (CI
+installs it); a missing binary fails these tests with a clear message."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from troupe.sim.crds import POD_GROUP_CRD
+
+from tests.sim.conftest import Http, kubectl, pod
+
+POD_YAML = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  containers:
+  - name: c
+    image: nginx:1.27
+"""
+
+
+async def test_create_get_json_and_delete(kubeconfig: Path) -> None:
+    assert await kubectl(kubeconfig, "create", "-f", "-", stdin=POD_YAML) == (
+        0,
+        "pod/web created\n",
+        "",
+    )
+    code, out, err = await kubectl(kubeconfig, "get", "pods", "-o", "json")
+    assert (code, err) == (0, "")
+    listed = json.loads(out)
+    assert [
+        (i["kind"], i["metadata"]["name"], i["spec"]["schedulerName"]) for i in listed["items"]
+    ] == [("Pod", "web", "default-scheduler")]
+    assert await kubectl(kubeconfig, "delete", "pod", "web") == (0, 'pod "web" deleted\n', "")
+    code, _, err = await kubectl(kubeconfig, "get", "pod", "web")
+    assert (code, err.strip()) == (1, 'Error from server (NotFound): pods "web" not found')
+
+
+async def test_apply_creates_then_configures(kubeconfig: Path) -> None:
+    assert (await kubectl(kubeconfig, "apply", "-f", "-", stdin=POD_YAML))[1] == "pod/web created\n"
+    changed = POD_YAML.replace("{app: web}", "{app: web, tier: fe}")
+    assert (await kubectl(kubeconfig, "apply", "-f", "-", stdin=changed))[
+        1
+    ] == "pod/web configured\n"
+    code, out, _ = await kubectl(
+        kubeconfig, "get", "pod", "web", "-o", "jsonpath={.metadata.labels.tier}"
+    )
+    assert (code, out) == (0, "fe")
+    assert (await kubectl(kubeconfig, "apply", "-f", "-", stdin=changed))[
+        1
+    ] == "pod/web unchanged\n"
+
+
+async def test_get_prints_a_table(kubeconfig: Path, http: Http) -> None:
+    await http.post("/api/v1/namespaces/default/pods", pod("web"))
+    code, out, err = await kubectl(kubeconfig, "get", "pods")
+    assert (code, err) == (0, "")
+    header, row = out.splitlines()
+    assert header.split()[0] == "NAME" and row.split()[0] == "web"
+
+
+async def test_get_watch_streams_changes(kubeconfig: Path, http: Http) -> None:
+    await http.post("/api/v1/namespaces/default/pods", pod("first"))
+    watching = asyncio.ensure_future(
+        kubectl(kubeconfig, "get", "pods", "-w", "--request-timeout=2s", "-o", "name")
+    )
+    await asyncio.sleep(1.0)
+    await http.post("/api/v1/namespaces/default/pods", pod("second"))
+    _, out, _ = await watching
+    assert out.splitlines()[:2] == ["pod/first", "pod/second"]
+
+
+async def test_custom_resources_through_kubectl(kubeconfig: Path) -> None:
+    assert (await kubectl(kubeconfig, "create", "-f", "-", stdin=json.dumps(POD_GROUP_CRD)))[0] == 0
+    group = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g"},
+        "spec": {"minMember": 3},
+    }
+    assert await kubectl(kubeconfig, "create", "-f", "-", stdin=json.dumps(group)) == (
+        0,
+        "podgroup.scheduling.x-k8s.io/g created\n",
+        "",
+    )
+    code, out, _ = await kubectl(kubeconfig, "get", "pg", "g", "-o", "jsonpath={.spec.minMember}")
+    assert (code, out) == (0, "3")
