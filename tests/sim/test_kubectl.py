@@ -52,9 +52,16 @@ async def test_apply_creates_then_configures(kubeconfig: Path) -> None:
         kubeconfig, "get", "pod", "web", "-o", "jsonpath={.metadata.labels.tier}"
     )
     assert (code, out) == (0, "fe")
-    assert (await kubectl(kubeconfig, "apply", "-f", "-", stdin=changed))[
-        1
-    ] == "pod/web unchanged\n"
+    unchanged = await kubectl(kubeconfig, "apply", "-f", "-", stdin=changed)
+    assert unchanged[1] == "pod/web unchanged\n"
+
+
+async def test_server_side_dry_run_is_refused_not_applied(kubeconfig: Path) -> None:
+    code, _, err = await kubectl(
+        kubeconfig, "create", "--dry-run=server", "-f", "-", stdin=POD_YAML
+    )
+    assert code == 1 and "dryRun is not supported" in err
+    assert (await kubectl(kubeconfig, "get", "pod", "web"))[0] == 1
 
 
 async def test_get_prints_a_table(kubeconfig: Path, http: Http) -> None:
@@ -62,7 +69,10 @@ async def test_get_prints_a_table(kubeconfig: Path, http: Http) -> None:
     code, out, err = await kubectl(kubeconfig, "get", "pods")
     assert (code, err) == (0, "")
     header, row = out.splitlines()
-    assert header.split()[0] == "NAME" and row.split()[0] == "web"
+    assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert row.split()[:4] == ["web", "0/1", "Pending", "0"]
+    code, out, _ = await kubectl(kubeconfig, "get", "pods", "-o", "wide")
+    assert out.splitlines()[0].split()[5:7] == ["IP", "NODE"]
 
 
 async def test_get_watch_streams_changes(kubeconfig: Path, http: Http) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from aiohttp import web
+
 from troupe.sim.apiserver import errors
 from troupe.sim.apiserver.binding import bind
 from troupe.sim.apiserver.events import dumps
@@ -29,6 +30,7 @@ from troupe.sim.apiserver.selectors import (
     parse_label_selector,
 )
 from troupe.sim.apiserver.store import Obj, Store
+from troupe.sim.apiserver.table import TABLE_CONTENT_TYPE, table, wants_table
 
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_PATCH: Final = "application/strategic-merge-patch+json"
@@ -84,7 +86,7 @@ def get(store: Store, req: ResourceRequest) -> web.Response:
     return json_response(_out(req.rt, store.get(req.rt, req.name, req.namespace, copy=False)))
 
 
-def list_objects(store: Store, req: ResourceRequest, query: Any) -> web.Response:
+def list_objects(store: Store, req: ResourceRequest, query: Any, accept: str = "") -> web.Response:
     labels, fields = selectors(req.rt, query)
     try:
         limit = int(query.get("limit") or 0)
@@ -99,6 +101,10 @@ def list_objects(store: Store, req: ResourceRequest, query: Any) -> web.Response
         if remaining is not None and labels.empty and fields.empty:
             meta["remainingItemCount"] = remaining
     rt = req.rt
+    if wants_table(accept):
+        include = query.get("includeObject") or "Metadata"
+        answer = table(rt, [_out(rt, o) for o in items], store.clock.wall(), include, meta)
+        return web.Response(body=dumps(answer), headers={"Content-Type": TABLE_CONTENT_TYPE})
     body = {
         "kind": rt.list_kind,
         "apiVersion": rt.api_version,

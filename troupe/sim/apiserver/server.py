@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from aiohttp import web
+
 from troupe.api.clock import Clock
 from troupe.sim.apiserver import discovery, errors, handlers, openapi
 from troupe.sim.apiserver.errors import ApiError
@@ -191,6 +192,9 @@ class ApiServer:
         self, request: web.Request, method: str, req: ResourceRequest
     ) -> web.StreamResponse:
         store = self.store
+        if method != "GET" and request.query.get("dryRun"):
+            # Refuse rather than silently persisting what the client meant to try.
+            raise errors.bad_request("dryRun is not supported by the embedded API server")
         if req.name is None:
             if method == "GET":
                 if request.query.get("watch", "") in TRUE_VALUES:
@@ -205,7 +209,9 @@ class ApiServer:
                         bookmark_interval=self.bookmark_interval,
                         streams=self.streams,
                     )
-                return handlers.list_objects(store, req, request.query)
+                return handlers.list_objects(
+                    store, req, request.query, request.headers.get("Accept", "")
+                )
             if method == "POST":
                 if req.rt.namespaced and req.namespace is None:
                     raise errors.not_found_path()

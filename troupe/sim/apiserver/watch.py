@@ -17,11 +17,13 @@ import time
 from typing import Any, Final
 
 from aiohttp import web
+
 from troupe.sim.apiserver.errors import ApiError
 from troupe.sim.apiserver.events import Watcher, dumps
 from troupe.sim.apiserver.resources import ResourceType
 from troupe.sim.apiserver.selectors import FieldSelector, LabelSelector
 from troupe.sim.apiserver.store import Store
+from troupe.sim.apiserver.table import table, wants_table
 
 # How often an idle stream checks whether its client went away.
 _LIVENESS_CHECK: Final = 5.0
@@ -103,6 +105,8 @@ async def serve_watch(
     streams.open[id(request)] = (request, watcher)
     initial_left = len(watcher.queue) if send_initial == "true" else -1
     api_version = rt.api_version
+    as_table = wants_table(request.headers.get("Accept", ""))
+    include = query.get("includeObject") or "Metadata"
     next_bookmark = time.monotonic() + bookmark_interval
     try:
         await response.prepare(request)
@@ -125,7 +129,11 @@ async def serve_watch(
             while queue:
                 event = queue.popleft()
                 translated = watcher.translate(event)
-                if translated is not None:
+                if translated is not None and as_table:
+                    obj = event.previous_at_rv() if translated[1] else event.obj
+                    row = table(rt, [obj], store.clock.wall(), include)
+                    lines.append(dumps({"type": translated[0], "object": row}) + b"\n")
+                elif translated is not None:
                     lines.append(event.line(translated[0], translated[1], api_version))
                 if initial_left > 0:
                     initial_left -= 1
