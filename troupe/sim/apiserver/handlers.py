@@ -21,7 +21,7 @@ from troupe.sim.apiserver.binding import bind
 from troupe.sim.apiserver.events import dumps
 from troupe.sim.apiserver.eviction import evict
 from troupe.sim.apiserver.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
-from troupe.sim.apiserver.resources import BUILTIN_TYPES, ResourceType
+from troupe.sim.apiserver.resources import ResourceType
 from troupe.sim.apiserver.selectors import (
     FieldSelector,
     LabelSelector,
@@ -39,7 +39,6 @@ APPLY_PATCH: Final = "application/apply-patch+yaml"
 _CREATED_STATUS: Final = dumps(
     {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 )
-_BUILTIN_KEYS: Final = frozenset(rt.key for rt in BUILTIN_TYPES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +151,7 @@ async def update(store: Store, req: ResourceRequest, request: web.Request) -> we
 async def patch(store: Store, req: ResourceRequest, request: web.Request) -> web.Response:
     assert req.name is not None
     content_type = request.content_type
-    custom = req.rt.key not in _BUILTIN_KEYS
+    custom = not req.rt.builtin
     accepted = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH] + ([] if custom else [STRATEGIC_PATCH])
     if content_type not in accepted or content_type == APPLY_PATCH:
         raise errors.ApiError(

@@ -98,9 +98,8 @@ class PodStrategy(Strategy):
                 tolerations.append(dict(default))
         spec["tolerations"] = tolerations
         _admit_priority(store, rt, obj)
-        status = obj.get("status")
-        obj["status"] = {"phase": "Pending", **(status if isinstance(status, dict) else {})}
-        obj["status"]["phase"] = obj["status"].get("phase") or "Pending"
+        # pod.Strategy.PrepareForCreate: a new pod's status is reset to Pending.
+        obj["status"] = {"phase": "Pending"}
 
     def prepare_update(
         self, store: Store, rt: ResourceType, new: Obj, old: Obj, subresource: str | None

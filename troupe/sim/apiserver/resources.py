@@ -63,6 +63,11 @@ class ResourceType:
     return_deleted_object: bool = False
     # Distinct storage for one plural served at several versions with different schemas.
     versioned_key: bool = False
+    # Nodes keep the status they are registered with; other kinds with a status
+    # subresource start with an empty one (their strategies' PrepareForCreate).
+    keeps_status_on_create: bool = False
+    # Built into the server (strategic merge patch allowed), not from a CRD.
+    builtin: bool = True
     key: KindKey = field(init=False)
 
     def __post_init__(self) -> None:
@@ -156,6 +161,7 @@ BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
         "Node",
         "nodes",
         False,
+        keeps_status_on_create=True,
         short_names=("no",),
         subresources=("status",),
         field_labels=("spec.unschedulable",),

@@ -39,7 +39,7 @@ from troupe.sim.apiserver.paging import (
     decode_continue,
     encode_continue,
 )
-from troupe.sim.apiserver.patch import merge_patch
+from troupe.sim.apiserver.patch import merge_patch, strategic_merge_patch
 from troupe.sim.apiserver.resources import Registry, ResourceType
 from troupe.sim.apiserver.selectors import (
     FieldSelector,
@@ -265,6 +265,9 @@ class Store:
         for field in SYSTEM_META:
             meta.pop(field, None)
         meta.pop("resourceVersion", None)
+        if rt.has_status and not rt.keeps_status_on_create:
+            # PrepareForCreate of kinds with a status subresource drops client-set status.
+            obj.pop("status", None)
         self.strategy(rt).prepare_create(self, rt, obj)
         index = _index(namespace, name)
         objects = self.objects(rt)
@@ -350,11 +353,17 @@ class Store:
         name: str,
         status: Mapping[str, Any],
         namespace: str | None = None,
+        *,
+        strategic: bool | None = None,
     ) -> Obj:
-        """Merge ``status`` (RFC 7386) into the object's status, as a status-subresource write."""
+        """Patch the object's status as a status-subresource write: a strategic merge patch
+        (conditions merged by type) for built-in kinds, a JSON merge patch (RFC 7386) for
+        custom resources, unless ``strategic`` says otherwise."""
         rt = self.resolve(kind)
         old = self.get(rt, name, namespace, copy=False)
-        new = {**old, "status": merge_patch(old.get("status") or {}, dict(status))}
+        use_strategic = rt.builtin if strategic is None else strategic
+        patch_fn = strategic_merge_patch if use_strategic else merge_patch
+        new = {**old, "status": patch_fn(old.get("status") or {}, dict(status))}
         new["metadata"] = dict(old["metadata"])
         self.strategy(rt).prepare_update(self, rt, new, old, "status")
         result: Obj = clone(self._commit_update(rt, new, old))

@@ -74,6 +74,7 @@ def crd_types(crd: Obj) -> list[ResourceType]:
             subresources=("status",) if "status" in (v.get("subresources") or {}) else (),
             categories=tuple(names.get("categories") or ()),
             allow_unconditional_update=False,
+            builtin=False,
         )
         for v in versions
     ]
