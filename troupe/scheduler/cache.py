@@ -129,6 +129,10 @@ class Cache:
         cached = self._pods.get(PodKey(key))
         return cached is not None and cached.assumed
 
+    def uid_of(self, key: str) -> str | None:
+        cached = self._pods.get(PodKey(key))
+        return cached.info.pod.metadata.uid if cached is not None else None
+
     def binding_in_flight(self, key: str) -> bool:
         """Assumed and the binding cycle has not finished yet."""
         cached = self._pods.get(PodKey(key))

@@ -140,13 +140,20 @@ class Scheduler:
             return True
         info = entity.pod_info
         fwk = self.frameworks.get(info.pod.spec.scheduler_name)
-        if fwk is None or info.key in self.cache:
+        cached_uid = self.cache.uid_of(info.key)
+        if fwk is None or cached_uid == info.pod.metadata.uid:
             # Not ours (any more), or already assumed/bound: nothing to do.
             self.queue.done(info.key)
             return True
+        cycle = self.queue.scheduling_cycle
+        if cached_uid is not None:
+            # A deleted pod of the same name is still being bound; try this one
+            # once that binding has settled (it will fail on the UID precondition).
+            entity.unschedulable_plugins = set()
+            self.queue.add_unschedulable_if_not_present(entity, cycle)
+            return True
         start = time.perf_counter()
         state = CycleState()
-        cycle = self.queue.scheduling_cycle
         # Run the scheduling cycle.
         outcome = self._scheduling_cycle(fwk, state, info)
         if isinstance(outcome, CycleFailure):

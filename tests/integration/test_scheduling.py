@@ -1,0 +1,162 @@
+"""troupe scheduling through the embedded API server over HTTP, as in production."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from troupe.scheduler.daemon import SchedulerDaemon
+from troupe.sim.cluster import SimCluster
+from troupe.sim.nodespec import NodeSpec
+
+from tests.integration.conftest import Bindings, eventually, pod
+
+
+def events_for(cluster: SimCluster, name: str, reason: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in cluster.store.list("events.events.k8s.io", namespace="default")
+        if e["regarding"]["name"] == name and e["reason"] == reason
+    ]
+
+
+def get_pod(cluster: SimCluster, name: str) -> dict[str, Any]:
+    return cluster.store.get("pods", name, "default")
+
+
+async def test_a_pod_is_bound_and_gets_a_scheduled_event(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    cluster.store.create("pods", pod("web"))
+    await eventually(lambda: bool(get_pod(cluster, "web")["spec"].get("nodeName")), what="binding")
+    node = get_pod(cluster, "web")["spec"]["nodeName"]
+    await eventually(lambda: bool(events_for(cluster, "web", "Scheduled")), what="event")
+    (event,) = events_for(cluster, "web", "Scheduled")
+    assert event["type"] == "Normal" and event["action"] == "Binding"
+    assert event["note"] == f"Successfully assigned default/web to {node}"
+    assert event["reportingController"] == "troupe-scheduler"
+    conditions = {c["type"]: c for c in get_pod(cluster, "web")["status"]["conditions"]}
+    assert conditions["PodScheduled"]["status"] == "True"
+
+
+async def test_a_pod_of_another_scheduler_is_never_touched(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    cluster.store.create("pods", pod("foreign", scheduler="default-scheduler"))
+    cluster.store.create("pods", pod("ours"))
+    await eventually(lambda: bool(get_pod(cluster, "ours")["spec"].get("nodeName")))
+    foreign = get_pod(cluster, "foreign")
+    assert not foreign["spec"].get("nodeName")
+    assert not foreign["status"].get("conditions")
+    assert not events_for(cluster, "foreign", "FailedScheduling")
+
+
+async def test_an_unschedulable_pod_is_told_why_and_scheduled_when_a_node_fits(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    cluster.store.create("pods", pod("big", cpu="10"))
+
+    def condition() -> dict[str, Any] | None:
+        for c in get_pod(cluster, "big")["status"].get("conditions", []):
+            if c["type"] == "PodScheduled":
+                return c
+        return None
+
+    await eventually(lambda: condition() is not None, what="PodScheduled condition")
+    c = condition()
+    assert c is not None
+    assert (c["status"], c["reason"]) == ("False", "Unschedulable")
+    assert c["message"] == "0/3 nodes are available: 3 Insufficient cpu."
+    await eventually(lambda: bool(events_for(cluster, "big", "FailedScheduling")))
+    event = events_for(cluster, "big", "FailedScheduling")[0]
+    assert (event["type"], event["action"]) == ("Warning", "Scheduling")
+    assert event["note"] == c["message"]
+    (name,) = cluster.add_nodes(NodeSpec(count=1, cpu="16", name_prefix="large"))
+    await eventually(lambda: get_pod(cluster, "big")["spec"].get("nodeName") == name, timeout=15)
+
+
+async def test_dropped_watches_and_expired_versions_lose_nothing(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    bindings = Bindings(cluster)
+    for i in range(15):
+        cluster.store.create("pods", pod(f"a{i}", cpu="100m"))
+    cluster.server.faults.drop_watches()
+    for i in range(15):
+        cluster.store.create("pods", pod(f"b{i}", cpu="100m"))
+    cluster.server.faults.compact()
+    cluster.server.faults.drop_watches()
+    for i in range(15):
+        cluster.store.create("pods", pod(f"c{i}", cpu="100m"))
+    await eventually(lambda: len(bindings.node) == 45, timeout=20, what="45 bindings")
+    assert bindings.twice() == []
+    # The cache agrees with the API server: 45 pods of 100m each.
+    scheduler = daemon.scheduler
+    assert scheduler is not None
+    await eventually(lambda: scheduler.cache.assumed_count == 0, what="bindings confirmed")
+    assert int(scheduler.cache.table.requested[0].sum()) == 45 * 100
+
+
+async def test_server_errors_and_slow_responses_delay_but_lose_nothing(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    bindings = Bindings(cluster)
+    faults = cluster.server.faults
+    faults.fail("POST", r"/binding$", 500, times=6)
+    faults.delay("POST", r"/binding$", 0.3, times=4)
+    faults.fail("PATCH", r"/status$", 503, times=3)
+    for i in range(10):
+        cluster.store.create("pods", pod(f"p{i}", cpu="100m"))
+    await eventually(lambda: len(bindings.node) == 10, timeout=30, what="10 bindings")
+    assert bindings.twice() == []
+
+
+async def test_a_pod_bound_by_someone_else_meanwhile_is_not_bound_again(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    bindings = Bindings(cluster)
+    cluster.server.faults.delay("POST", r"/pods/raced/binding$", 0.5, times=1)
+    cluster.store.create("pods", pod("raced"))
+    # While troupe's binding is in flight, another actor binds the pod.
+    await eventually(lambda: daemon.scheduler is not None and len(daemon.scheduler.bindings) > 0)
+    other = cluster.node_names[0]
+    cluster.store.create(
+        "bindings",
+        {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": "raced"},
+            "target": {"kind": "Node", "name": other},
+        },
+        namespace="default",
+    ) if False else _bind_directly(cluster, "raced", other)
+    scheduler = daemon.scheduler
+    assert scheduler is not None
+    await eventually(lambda: len(scheduler.bindings) == 0, timeout=5, what="binding settled")
+    await eventually(lambda: scheduler.cache.node_of("default/raced") == other, what="cache")
+    assert get_pod(cluster, "raced")["spec"]["nodeName"] == other
+    assert bindings.twice() == []
+
+
+async def test_a_pod_deleted_and_recreated_during_binding_is_bound_once(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    bindings = Bindings(cluster)
+    cluster.server.faults.delay("POST", r"/pods/phoenix/binding$", 0.5, times=1)
+    first = cluster.store.create("pods", pod("phoenix"))
+    await eventually(lambda: daemon.scheduler is not None and len(daemon.scheduler.bindings) > 0)
+    cluster.store.delete("pods", "phoenix", "default", grace_period_seconds=0)
+    second = cluster.store.create("pods", pod("phoenix"))
+    assert first["metadata"]["uid"] != second["metadata"]["uid"]
+    await eventually(lambda: bool(get_pod(cluster, "phoenix")["spec"].get("nodeName")), timeout=15)
+    assert get_pod(cluster, "phoenix")["metadata"]["uid"] == second["metadata"]["uid"]
+    assert bindings.twice() == []
+    # The stale binding (old UID) was refused: only the new pod was ever bound.
+    assert [k for k in bindings.count if k.startswith("default/phoenix/")] == [
+        f"default/phoenix/{second['metadata']['uid']}"
+    ]
+
+
+def _bind_directly(cluster: SimCluster, name: str, node: str) -> None:
+    obj = cluster.store.get("pods", name, "default")
+    obj["spec"]["nodeName"] = node
+    cluster.store.update("pods", obj, "default")

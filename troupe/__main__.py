@@ -1,0 +1,7 @@
+"""``python -m troupe``: the same as the ``troupe`` command."""
+
+import sys
+
+from troupe.cli import main
+
+sys.exit(main())
