@@ -19,7 +19,7 @@ from aiohttp import web
 
 from troupe.api.clock import Clock
 from troupe.sim.apiserver import discovery, errors, handlers, openapi
-from troupe.sim.apiserver.errors import ApiError
+from troupe.sim.apiserver.errors import ApiError, status_failure
 from troupe.sim.apiserver.events import dumps
 from troupe.sim.apiserver.faults import Faults
 from troupe.sim.apiserver.handlers import ResourceRequest, json_response
@@ -100,6 +100,14 @@ class ApiServer:
                 content_type="application/json",
                 headers=error.headers,
             )
+        except ConnectionError:
+            # The client went away mid-request (say, while a fault delayed it): nothing
+            # was written and nobody is left to answer.
+            return web.Response(status=400)
+        except Exception as error:
+            log.exception("%s %s failed", request.method, request.path)
+            body = status_failure(500, "InternalError", f"Internal error occurred: {error}", {})
+            return web.Response(body=dumps(body), status=500, content_type="application/json")
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
