@@ -14,6 +14,7 @@ import base64
 import binascii
 import json
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Final
 
 from troupe.sim.apiserver import errors
@@ -66,3 +67,39 @@ def decode_continue(text: str) -> dict[str, Any]:
         return token
     except (ValueError, binascii.Error):
         raise errors.bad_request(f"continue key is not valid: {text}") from None
+
+
+def paginate(
+    snapshots: Snapshots,
+    select: Callable[[], Pairs],
+    current_rv: int,
+    floor: int,
+    limit: int,
+    continue_token: str,
+) -> tuple[list[dict[str, Any]], int, str, int | None]:
+    """One page of a list: (items, list RV, next token or "", remainingItemCount or None).
+
+    ``select`` gives the filtered (key, object) pairs sorted by key; ``floor`` is the
+    oldest RV the kind can still serve consistently.
+    """
+    if continue_token:
+        token = decode_continue(continue_token)
+        list_rv = token["rv"]
+        if list_rv < floor:
+            raise errors.expired(CONTINUE_EXPIRED)
+        snapshot = snapshots.get(token.get("s", -1))
+        candidates = snapshot if snapshot is not None else select()
+        start = token["start"]
+        remaining = [pair for pair in candidates if pair[0] > start]
+        snap_id = token.get("s", -1) if snapshot is not None else -1
+    else:
+        list_rv = current_rv
+        remaining = select()
+        snap_id = -1
+    if limit <= 0 or len(remaining) <= limit:
+        return [obj for _, obj in remaining], list_rv, "", None
+    if snap_id < 0:
+        snap_id = snapshots.add(remaining)
+    page = remaining[:limit]
+    token_text = encode_continue({"rv": list_rv, "start": page[-1][0], "s": snap_id})
+    return [obj for _, obj in page], list_rv, token_text, len(remaining) - limit

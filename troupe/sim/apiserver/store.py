@@ -33,12 +33,7 @@ from troupe.sim.apiserver.events import (
 )
 from troupe.sim.apiserver.hub import Hub
 from troupe.sim.apiserver.meta import clone, generate_name, new_uid, rfc3339
-from troupe.sim.apiserver.paging import (
-    CONTINUE_EXPIRED,
-    Snapshots,
-    decode_continue,
-    encode_continue,
-)
+from troupe.sim.apiserver.paging import Snapshots, paginate
 from troupe.sim.apiserver.patch import merge_patch, strategic_merge_patch
 from troupe.sim.apiserver.resources import Registry, ResourceType
 from troupe.sim.apiserver.selectors import (
@@ -195,29 +190,14 @@ class Store:
         continue_token: str,
     ) -> tuple[builtins.list[Obj], int, str, int | None]:
         """(items, list RV, next continue token or "", remainingItemCount or None)."""
-        if continue_token:
-            token = decode_continue(continue_token)
-            list_rv = token["rv"]
-            if list_rv < self.floor(rt.key):
-                raise errors.expired(CONTINUE_EXPIRED)
-            snapshot = self._snapshots.get(token.get("s", -1))
-            candidates = (
-                snapshot if snapshot is not None else self._select(rt, namespace, labels, fields)
-            )
-            start = token["start"]
-            remaining = [pair for pair in candidates if pair[0] > start]
-            snap_id = token.get("s", -1) if snapshot is not None else -1
-        else:
-            list_rv = self._rv
-            remaining = self._select(rt, namespace, labels, fields)
-            snap_id = -1
-        if limit <= 0 or len(remaining) <= limit:
-            return [obj for _, obj in remaining], list_rv, "", None
-        if snap_id < 0:
-            snap_id = self._snapshots.add(remaining)
-        page = remaining[:limit]
-        token_text = encode_continue({"rv": list_rv, "start": page[-1][0], "s": snap_id})
-        return [obj for _, obj in page], list_rv, token_text, len(remaining) - limit
+        return paginate(
+            self._snapshots,
+            lambda: self._select(rt, namespace, labels, fields),
+            self._rv,
+            self.floor(rt.key),
+            limit,
+            continue_token,
+        )
 
     # --- writes ------------------------------------------------------------------------
 
