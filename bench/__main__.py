@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench import basic
+from bench import basic, e2e
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     sub = parser.add_subparsers(dest="name", required=True)
     basic.add_arguments(sub.add_parser("basic", help="SchedulingBasic in process"))
+    e2e.add_arguments(sub.add_parser("e2e", help="SchedulingBasic over HTTP vs bind-only"))
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
+    if args.name == "e2e":
+        return e2e.run(args)
     return 2
 
 

@@ -19,6 +19,7 @@ from troupe.api.config import config_document, load_config
 from troupe.api.objects import Node, Pod
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.handlers import ClusterEventHandlers
+from troupe.scheduler.heap import freeze_long_lived, tune_gc
 from troupe.scheduler.logs import configure_logging
 from troupe.scheduler.schedule_one import Scheduler
 
@@ -70,6 +71,7 @@ def make_pod(name: str, node: str = "") -> Pod:
 
 
 async def _run(args: argparse.Namespace) -> dict[str, float]:
+    tune_gc()
     registry = default_registry()
     config = load_config(config_document(), catalog(registry))
     client = EchoClient()
@@ -83,6 +85,7 @@ async def _run(args: argparse.Namespace) -> dict[str, float]:
     pods = [make_pod(f"pod-{i}") for i in range(args.pods)]
     for pod in pods:
         handlers.on_pod_add(pod)
+    freeze_long_lived()  # as the daemon does once its caches are synced
     start = time.perf_counter()
     loop = asyncio.create_task(scheduler.run())
     while scheduler.stats.results["scheduled"] < args.pods:

@@ -21,6 +21,7 @@ from troupe.api.clock import Clock, RealClock
 from troupe.api.config import ResolvedConfig
 from troupe.plugins.registry import Registry, default_registry
 from troupe.scheduler.handlers import ClusterEventHandlers
+from troupe.scheduler.heap import freeze_long_lived, tune_gc
 from troupe.scheduler.kube import (
     KubeClient,
     SharedInformers,
@@ -75,6 +76,7 @@ class SchedulerDaemon:
         self.server_version = ""
 
     async def start(self) -> None:
+        tune_gc()
         c = self.connection
         api = await connect(
             c.kubeconfig, c.master, c.in_cluster, pool_size=max(8, self.config.binding_concurrency)
@@ -111,6 +113,9 @@ class SchedulerDaemon:
             raise StartupError(
                 f"caches did not sync within {self.sync_timeout:g}s from {api.configuration.host}"
             )
+        # Everything alive now (cache, plugins, queue) stays alive: keep it out of
+        # the collector's full passes.
+        freeze_long_lived()
         log.info(
             "caches synced, scheduling",
             server=api.configuration.host,

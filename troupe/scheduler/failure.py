@@ -5,7 +5,7 @@ rejected it drive queueing hints), puts it back in the queue (unschedulable pool
 backoff), and tells the user: a ``PodScheduled=False`` condition with reason
 ``Unschedulable`` (or ``SchedulerError`` for internal errors) and a
 ``FailedScheduling`` event carrying upstream's FitError message. API writes run in
-owned background tasks; the scheduling loop never waits for them.
+the background writer; the scheduling loop never waits for them.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import Protocol
 
 import structlog
 
-from troupe.api.client import Event, ObjectRef, SchedulerClient
+from troupe.api.client import Event, ObjectRef
 from troupe.api.framework import Diagnosis
 from troupe.api.objects import PodCondition
 from troupe.api.status import Code, Status
 from troupe.queue.entity import QueuedPodInfo
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.messages import fit_error_message
-from troupe.scheduler.tasks import TaskSupervisor
+from troupe.scheduler.writer import BackgroundWriter
 
 log = structlog.get_logger("troupe.scheduler")
 
@@ -41,11 +41,8 @@ def failure_message(status: Status, diagnosis: Diagnosis | None) -> str:
 
 
 class FailureReporter:
-    def __init__(
-        self, client: SchedulerClient, tasks: TaskSupervisor, queue: SchedulingQueue
-    ) -> None:
-        self._client = client
-        self._tasks = tasks
+    def __init__(self, writer: BackgroundWriter, queue: SchedulingQueue) -> None:
+        self._writer = writer
         self._queue = queue
 
     def report(
@@ -78,14 +75,7 @@ class FailureReporter:
         condition = PodCondition(
             type="PodScheduled", status="False", reason=reason, message=message
         )
-        self._tasks.spawn(
-            self._client.patch_pod_status(info.pod, condition, None), name=f"status {info.key}"
-        )
-        self._tasks.spawn(
-            self._client.record_event(
-                Event(
-                    ObjectRef.of_pod(info.pod), "Warning", "FailedScheduling", "Scheduling", message
-                )
-            ),
-            name=f"event {info.key}",
+        self._writer.pod_status(info.pod, condition, None)
+        self._writer.event(
+            Event(ObjectRef.of_pod(info.pod), "Warning", "FailedScheduling", "Scheduling", message)
         )

@@ -42,6 +42,7 @@ from troupe.scheduler.messages import NO_NODES_AVAILABLE, scheduled_message
 from troupe.scheduler.stats import AttemptStats
 from troupe.scheduler.tasks import TaskSupervisor
 from troupe.scheduler.waiting_pods import WaitingPods
+from troupe.scheduler.writer import BackgroundWriter
 
 log = structlog.get_logger("troupe.scheduler")
 
@@ -115,7 +116,8 @@ class Scheduler:
                 events_to_register = getattr(plugin, "events_to_register", None)
                 if events_to_register is not None:
                     self.queue.register_hints(name, events_to_register())
-        self.failures = FailureReporter(client, self.background, self.queue)
+        self.writer = BackgroundWriter(client, self.background)
+        self.failures = FailureReporter(self.writer, self.queue)
         self._rng = random.Random(seed)
         self._next_start_node_index = 0
         self._stopping = False
@@ -335,17 +337,14 @@ class Scheduler:
             evaluatedNodes=result.evaluated_nodes,
             feasibleNodes=result.feasible_nodes,
         )
-        self.background.spawn(
-            self.client.record_event(
-                Event(
-                    ObjectRef.of_pod(info.pod),
-                    "Normal",
-                    "Scheduled",
-                    "Binding",
-                    scheduled_message(m.namespace, m.name, node),
-                )
-            ),
-            name=f"event {info.key}",
+        self.writer.event(
+            Event(
+                ObjectRef.of_pod(info.pod),
+                "Normal",
+                "Scheduled",
+                "Binding",
+                scheduled_message(m.namespace, m.name, node),
+            )
         )
 
     def _binding_failed(
@@ -401,5 +400,6 @@ class Scheduler:
         self.queue.close()
         await self.bindings.drain(timeout=grace)
         await self.bindings.cancel_all()
+        await self.writer.flush(timeout=min(grace, 2.0))
         await self.background.drain(timeout=1.0)
         await self.background.cancel_all()

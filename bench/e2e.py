@@ -1,0 +1,178 @@
+"""SchedulingBasic end to end over HTTP, against the bind-only limit, in one run.
+
+1. Start the embedded API server in its own process with 5000 nodes, 1000 bound
+   pods and 10000 pending pods; run the troupe daemon (informers, scheduler,
+   binding through the kube client) until every pending pod is bound.
+2. Start a fresh server with the same objects and post the same number of bindings
+   with the same client and concurrency, with no scheduling at all.
+
+``ratio`` = troupe pods/s ÷ bind-only pods/s. ``p99_e2e_ms`` is the 99th percentile
+of a pod's attempt from pop to the API server accepting its binding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from troupe.api.clock import RealClock
+from troupe.api.config import config_document, load_config
+from troupe.api.objects import Pod
+from troupe.plugins.registry import catalog, default_registry
+from troupe.scheduler.daemon import Connection, SchedulerDaemon
+from troupe.scheduler.kube import KubeClient, connect
+from troupe.scheduler.logs import configure_logging
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nodes", type=int, default=5000)
+    p.add_argument("--existing-pods", type=int, default=1000)
+    p.add_argument("--pods", type=int, default=10000)
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--profile", action="store_true", help="cProfile the troupe run")
+    p.add_argument("--qps", type=float, default=100_000.0, help="client write limit, both runs")
+
+
+class ServerProcess:
+    def __init__(self, args: argparse.Namespace, kubeconfig: Path) -> None:
+        self.args, self.kubeconfig = args, kubeconfig
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> ServerProcess:
+        a = self.args
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.server",
+            "--nodes",
+            str(a.nodes),
+            "--existing-pods",
+            str(a.existing_pods),
+            "--pods",
+            str(a.pods),
+            "--kubeconfig",
+            str(self.kubeconfig),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 300)
+        if line.strip() != b"READY":
+            raise RuntimeError(f"bench server did not start: {line!r}")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            self.proc.stdin.close()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+
+
+async def troupe_run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, float]:
+    # kube-scheduler's default client limit (qps 50) would cap any scheduler at 50
+    # bindings/s; scheduler_perf raises it too. Both runs use the same limit.
+    config = load_config(
+        config_document(
+            bindingConcurrency=args.concurrency,
+            clientConnection={"qps": args.qps, "burst": int(args.qps)},
+        ),
+        catalog(default_registry()),
+    )
+    daemon = SchedulerDaemon(
+        config, Connection(kubeconfig=str(kubeconfig)), seed=1, sync_timeout=300
+    )
+    await daemon.start()
+    scheduler = daemon.scheduler
+    assert scheduler is not None
+    start = time.perf_counter()
+    while scheduler.stats.results["scheduled"] < args.pods:
+        await asyncio.sleep(0.01)
+    seconds = time.perf_counter() - start
+    await daemon.stop(grace=5)
+    return {
+        "seconds": seconds,
+        "pods_per_second": args.pods / seconds,
+        "p99_e2e_ms": scheduler.stats.percentile_ms(99, "attempt"),
+        "p99_cycle_ms": scheduler.stats.percentile_ms(99, "cycle"),
+    }
+
+
+async def bind_only(args: argparse.Namespace, kubeconfig: Path) -> float:
+    api = await connect(str(kubeconfig), None, False, pool_size=args.concurrency)
+    client = KubeClient(
+        api,
+        RealClock(),
+        qps=args.qps,
+        burst=int(args.qps),
+        scheduler_name="bench",
+        instance="bench",
+    )
+    pods = [
+        Pod.model_validate({"metadata": {"name": f"pod-{i}", "namespace": "bench"}})
+        for i in range(args.pods)
+    ]
+    # The server generated the UIDs; bind without a UID precondition the way a
+    # scheduler that knows them would cost the same request.
+    slots = asyncio.Semaphore(args.concurrency)
+
+    async def one(i: int, p: Pod) -> None:
+        async with slots:
+            await client.bind(p, f"node-{i % args.nodes}")
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one(i, p) for i, p in enumerate(pods)))
+    seconds = time.perf_counter() - start
+    await api.close()
+    return args.pods / seconds
+
+
+async def _main(args: argparse.Namespace) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = Path(tmp) / "kubeconfig"
+        async with ServerProcess(args, kubeconfig):
+            if args.profile:
+                import cProfile
+                import pstats
+
+                prof = cProfile.Profile()
+                prof.enable()
+                troupe = await troupe_run(args, kubeconfig)
+                prof.disable()
+                pstats.Stats(prof).sort_stats("tottime").print_stats(40)
+            else:
+                troupe = await troupe_run(args, kubeconfig)
+        async with ServerProcess(args, kubeconfig):
+            limit = await bind_only(args, kubeconfig)
+    return {
+        "pods": args.pods,
+        "nodes": args.nodes,
+        "existing_pods": args.existing_pods,
+        "seconds": round(troupe["seconds"], 3),
+        "pods_per_second": round(troupe["pods_per_second"], 1),
+        "bind_only_pods_per_second": round(limit, 1),
+        "ratio": round(troupe["pods_per_second"] / limit, 3),
+        "p99_e2e_ms": round(troupe["p99_e2e_ms"], 2),
+        "p99_cycle_ms": round(troupe["p99_cycle_ms"], 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging("warning")
+    import uvloop
+
+    result = uvloop.run(_main(args))
+    print(
+        f"troupe {result['pods_per_second']} pods/s end to end over HTTP; bind-only limit "
+        f"{result['bind_only_pods_per_second']} pods/s; ratio {result['ratio']}"
+    )
+    print(json.dumps(result))
+    return 0

@@ -1,0 +1,105 @@
+"""Status patches and events written in the background by a few workers.
+
+The scheduling loop never waits for these writes, and it must not create a task
+per write either: under load that means thousands of tasks queued on the
+connection pool ahead of the bindings. ``BackgroundWriter`` keeps:
+
+- pod status patches coalesced per pod (only the latest condition matters; a pod
+  failing five times while the API is slow is patched once), and
+- events in a bounded FIFO; when it is full the oldest event is dropped and
+  counted, as client-go's event broadcaster drops when its buffer is full.
+
+A fixed number of workers drain both, status patches first. Failures are logged
+and counted by the client; nothing here raises into the scheduler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict, deque
+
+import structlog
+
+from troupe.api.client import Event, SchedulerClient
+from troupe.api.objects import Pod, PodCondition
+from troupe.scheduler.tasks import TaskSupervisor
+
+log = structlog.get_logger("troupe.writer")
+
+_StatusPatch = tuple[Pod, PodCondition | None, str | None]
+
+
+class BackgroundWriter:
+    def __init__(
+        self,
+        client: SchedulerClient,
+        tasks: TaskSupervisor,
+        *,
+        workers: int = 4,
+        event_capacity: int = 5000,
+    ) -> None:
+        self._client = client
+        self._tasks = tasks
+        self._workers = workers
+        self._statuses: OrderedDict[str, _StatusPatch] = OrderedDict()
+        self._events: deque[Event] = deque()
+        self._capacity = event_capacity
+        self._wake = asyncio.Event()
+        self._running = 0
+        self.dropped_events = 0
+        self.failures = 0
+
+    def pod_status(
+        self, pod: Pod, condition: PodCondition | None, nominated_node_name: str | None
+    ) -> None:
+        key = pod.key
+        self._statuses.pop(key, None)
+        self._statuses[key] = (pod, condition, nominated_node_name)
+        self._kick()
+
+    def event(self, event: Event) -> None:
+        if len(self._events) >= self._capacity:
+            self._events.popleft()
+            self.dropped_events += 1
+        self._events.append(event)
+        self._kick()
+
+    def _kick(self) -> None:
+        self._wake.set()
+        if self._running < self._workers:
+            self._running += 1
+            self._tasks.spawn(self._work(), name="background writer")
+
+    @property
+    def pending(self) -> int:
+        return len(self._statuses) + len(self._events)
+
+    async def _work(self) -> None:
+        try:
+            while self._statuses or self._events:
+                if self._statuses:
+                    _, (pod, condition, nominated) = self._statuses.popitem(last=False)
+                    await self._write(self._client.patch_pod_status(pod, condition, nominated))
+                else:
+                    await self._write(self._client.record_event(self._events.popleft()))
+        finally:
+            self._running -= 1
+
+    async def _write(self, call: object) -> None:
+        try:
+            await call  # type: ignore[misc]
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.failures += 1
+            log.warning("background write failed", error=repr(exc))
+
+    async def flush(self, timeout: float) -> bool:
+        """Wait until everything queued is written (or ``timeout``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.pending or self._running:
+            if loop.time() > deadline:
+                return False
+            await asyncio.sleep(0.01)
+        return True
