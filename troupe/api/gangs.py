@@ -1,0 +1,129 @@
+"""The gang contract: which group a pod belongs to, and what the group demands.
+
+Three APIs put pods into groups (DESIGN.md "Gang APIs to accept"):
+
+- scheduler-plugins ``scheduling.x-k8s.io/v1alpha1`` PodGroup: label
+  ``scheduling.x-k8s.io/pod-group: <name>`` in the pod's namespace;
+- Kubernetes 1.35 ``scheduling.k8s.io/v1alpha1`` Workload: ``spec.workloadRef
+  {name, podGroup, podGroupReplicaKey}``; each replica key is its own gang (KEP-4671);
+- Kubernetes 1.36 ``scheduling.k8s.io/v1alpha2`` PodGroup:
+  ``spec.schedulingGroup.podGroupName`` (KEP-5832).
+
+``group_ref_of(pod)`` names the group; a ``GroupDirectory`` (kept by
+``troupe.scheduler.gangs`` from the informers) answers what that group's policy is.
+The queue, the plugins and the pod-group cycle all speak these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import NewType, Protocol
+
+from troupe.api.objects import Pod
+
+GroupKey = NewType("GroupKey", str)
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+class GangApi(StrEnum):
+    COSCHEDULING = "scheduling.x-k8s.io/v1alpha1"  # PodGroup (scheduler-plugins CRD)
+    WORKLOAD = "scheduling.k8s.io/v1alpha1"  # Workload, pods via spec.workloadRef
+    POD_GROUP = "scheduling.k8s.io/v1alpha2"  # PodGroup, pods via spec.schedulingGroup
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRef:
+    """A pod's group: the API object it names and, for Workloads, which pod group
+    and replica inside it."""
+
+    api: GangApi
+    namespace: str
+    name: str
+    pod_group: str = ""
+    replica_key: str = ""
+
+    @property
+    def key(self) -> GroupKey:
+        base = f"{self.namespace}/{self.name}"
+        if self.api is GangApi.WORKLOAD:
+            base += f"/{self.pod_group}"
+            if self.replica_key:
+                base += f"/{self.replica_key}"
+        return GroupKey(base if self.api is GangApi.COSCHEDULING else f"{self.api.value}:{base}")
+
+    @property
+    def object_key(self) -> str:
+        """``namespace/name`` of the API object holding the policy."""
+        return f"{self.namespace}/{self.name}"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+def group_ref_of(pod: Pod) -> GroupRef | None:
+    """The group ``pod`` joins, or None for a pod scheduled on its own."""
+    ns = pod.metadata.namespace
+    sg = pod.spec.scheduling_group
+    if sg is not None and sg.pod_group_name:
+        return GroupRef(GangApi.POD_GROUP, ns, sg.pod_group_name)
+    wr = pod.spec.workload_ref
+    if wr is not None and wr.name:
+        return GroupRef(GangApi.WORKLOAD, ns, wr.name, wr.pod_group, wr.pod_group_replica_key)
+    name = pod.metadata.labels.get(POD_GROUP_LABEL)
+    if name:
+        return GroupRef(GangApi.COSCHEDULING, ns, name)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class GangPolicy:
+    """What a group demands of the scheduler, whichever API it came from."""
+
+    # All-or-nothing with this quorum; ``gang=False`` is the Basic policy (members
+    # are scheduled one by one, with no quorum).
+    gang: bool
+    min_count: int
+    # scheduler-plugins ``minResources``: the cluster must have this much free for
+    # the group (requests in troupe's integer units: cpu millicores, bytes, counts).
+    min_resources: dict[str, int] = field(default_factory=dict)
+    # How long a group may stay partially placed or waiting before what it holds is
+    # released (``scheduleTimeoutSeconds``; None: the profile's default).
+    timeout_seconds: float | None = None
+    # Group priority when the API sets one (PriorityClass or spec.priority); None:
+    # the lowest member priority (KEP-4671 "weakest link").
+    priority: int | None = None
+    # When the group object was created (epoch seconds): QueueSort order (KEP-3370).
+    created: float = 0.0
+    # Which scheduler the group's pods must name; "" = any of ours.
+    scheduler_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProblem:
+    """A user error in a group or its pods, reported on the objects involved and
+    never blocking anything else: ``field`` is the offending path."""
+
+    ref: GroupRef
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.ref.api.value} {self.ref.object_key}: {self.field}: {self.message}"
+
+
+class GroupDirectory(Protocol):
+    """What the scheduler knows about groups (kept current by the informers)."""
+
+    def policy(self, ref: GroupRef) -> GangPolicy | None:
+        """The group's policy; None while its API object does not exist."""
+        ...
+
+    def problem(self, ref: GroupRef) -> GroupProblem | None:
+        """Why the group cannot be scheduled as declared (a bad field), if so."""
+        ...
+
+    def placed_count(self, key: GroupKey) -> int:
+        """Members bound or assumed (KEP-3370 Permit: assigned + assumed)."""
+        ...
