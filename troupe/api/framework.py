@@ -59,7 +59,9 @@ class FilterResult:
     status: Status = field(default_factory=Status)
 
     @classmethod
-    def masked(cls, feasible: BoolArray, reason: str, code: Code = Code.UNSCHEDULABLE) -> FilterResult:
+    def masked(
+        cls, feasible: BoolArray, reason: str, code: Code = Code.UNSCHEDULABLE
+    ) -> FilterResult:
         """One reason for every rejected slot."""
         return cls(feasible, lambda: (Rejection(reason, ~feasible, code),))
 

@@ -65,9 +65,7 @@ class PodInfo:
             preferred_affinity=tuple(pa.preferred_during_scheduling_ignored_during_execution)
             if pa
             else (),
-            preferred_anti_affinity=tuple(
-                paa.preferred_during_scheduling_ignored_during_execution
-            )
+            preferred_anti_affinity=tuple(paa.preferred_during_scheduling_ignored_during_execution)
             if paa
             else (),
         )
