@@ -21,6 +21,7 @@ from troupe.api.framework import (
     ScorePlugin,
     WaitingPod,
 )
+from troupe.api.gangs import NoGroups
 from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Pod, PodCondition
 from troupe.api.podinfo import PodInfo
@@ -65,6 +66,10 @@ class FakeHandle:
     @property
     def table(self) -> NodeTable:
         return self._table
+
+    @property
+    def groups(self) -> NoGroups:
+        return NoGroups()
 
     @property
     def scheduler_name(self) -> str:

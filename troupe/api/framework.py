@@ -27,6 +27,7 @@ from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.cycle import CycleState
 from troupe.api.events import ClusterEventWithHint
+from troupe.api.gangs import GroupDirectory
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
@@ -255,6 +256,8 @@ class Handle(Protocol):
     def table(self) -> NodeTable: ...
     @property
     def scheduler_name(self) -> str: ...
+    @property
+    def groups(self) -> GroupDirectory: ...
     def get_waiting_pod(self, key: str) -> WaitingPod | None: ...
     def iterate_waiting_pods(self) -> Sequence[WaitingPod]: ...
 

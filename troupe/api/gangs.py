@@ -127,3 +127,16 @@ class GroupDirectory(Protocol):
     def placed_count(self, key: GroupKey) -> int:
         """Members bound or assumed (KEP-3370 Permit: assigned + assumed)."""
         ...
+
+
+class NoGroups:
+    """A directory that knows no groups (profiles without gang support, tests)."""
+
+    def policy(self, ref: GroupRef) -> GangPolicy | None:
+        return None
+
+    def problem(self, ref: GroupRef) -> GroupProblem | None:
+        return None
+
+    def placed_count(self, key: GroupKey) -> int:
+        return 0

@@ -46,6 +46,7 @@ from troupe.api.framework import (
     ScorePlugin,
     Sortable,
 )
+from troupe.api.gangs import GroupDirectory, NoGroups
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
@@ -88,9 +89,11 @@ class FrameworkHandle:
         table: NodeTable,
         scheduler_name: str,
         waiting: WaitingPods,
+        groups: GroupDirectory | None = None,
     ) -> None:
         self._client, self._clock, self._table = client, clock, table
         self._scheduler_name, self._waiting = scheduler_name, waiting
+        self._groups: GroupDirectory = groups if groups is not None else NoGroups()
 
     @property
     def client(self) -> SchedulerClient:
@@ -107,6 +110,10 @@ class FrameworkHandle:
     @property
     def scheduler_name(self) -> str:
         return self._scheduler_name
+
+    @property
+    def groups(self) -> GroupDirectory:
+        return self._groups
 
     def get_waiting_pod(self, key: str) -> WaitingPod | None:
         return self._waiting.get(key)
