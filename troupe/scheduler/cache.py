@@ -18,6 +18,7 @@ snapshot every cycle reads.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
@@ -27,6 +28,11 @@ from troupe.api.objects import Node, Pod, PodKey
 from troupe.api.podinfo import PodInfo
 
 log = structlog.get_logger("troupe.cache")
+
+
+class PlacementListener(Protocol):
+    def pod_placed(self, pod: Pod) -> None: ...
+    def pod_unplaced(self, pod: Pod) -> None: ...
 
 
 @dataclass(slots=True)
@@ -39,8 +45,17 @@ class _CachedPod:
 
 
 class Cache:
-    def __init__(self, clock: Clock, assumed_ttl: float = 900.0, table: NodeTable | None = None):
+    def __init__(
+        self,
+        clock: Clock,
+        assumed_ttl: float = 900.0,
+        table: NodeTable | None = None,
+        listener: PlacementListener | None = None,
+    ) -> None:
         self.table = table if table is not None else NodeTable()
+        # Told of every pod that starts or stops occupying a node (bound or
+        # assumed): the gang directory counts placed members this way.
+        self.listener = listener
         self._clock = clock
         self._assumed_ttl = assumed_ttl
         self._pods: dict[PodKey, _CachedPod] = {}
@@ -170,10 +185,14 @@ class Cache:
     # --- accounting ----------------------------------------------------------------
 
     def _account(self, info: PodInfo, node_name: str) -> None:
+        if self.listener is not None:
+            self.listener.pod_placed(info.pod)
         if not self.table.add_pod(info, node_name):
             self._orphans.setdefault(node_name, {})[info.key] = info
 
     def _unaccount(self, cached: _CachedPod) -> None:
+        if self.listener is not None:
+            self.listener.pod_unplaced(cached.info.pod)
         if not self.table.remove_pod(cached.info, cached.node_name):
             orphans = self._orphans.get(cached.node_name)
             if orphans is not None:

@@ -180,7 +180,7 @@ class Scheduler:
     def _scheduling_cycle(
         self, fwk: Framework, state: CycleState, info: PodInfo
     ) -> ScheduleResult | CycleFailure:
-        result = self._schedule_pod(fwk, state, info)
+        result = self.schedule_pod(fwk, state, info)
         if isinstance(result, CycleFailure):
             return result
         node = result.node
@@ -189,20 +189,20 @@ class Scheduler:
         # Run "reserve" plugins.
         status = fwk.run_reserve(state, info, node)
         if not status.is_success:
-            self._revert(fwk, state, info, node)
+            self.revert(fwk, state, info, node)
             return CycleFailure(status)
         # Run "permit" plugins.
         status = fwk.run_permit(state, info, node, self.waiting)
         if not (status.is_success or status.is_wait):
-            self._revert(fwk, state, info, node)
+            self.revert(fwk, state, info, node)
             return CycleFailure(status)
         return result
 
-    def _revert(self, fwk: Framework, state: CycleState, info: PodInfo, node: str) -> None:
+    def revert(self, fwk: Framework, state: CycleState, info: PodInfo, node: str) -> None:
         fwk.run_unreserve(state, info, node)
         self.cache.forget(info)
 
-    def _schedule_pod(
+    def schedule_pod(
         self, fwk: Framework, state: CycleState, info: PodInfo
     ) -> ScheduleResult | CycleFailure:
         table = self.cache.table
@@ -306,6 +306,17 @@ class Scheduler:
         cycle: int,
     ) -> None:
         info, node = entity.pod_info, result.node
+        status = await self.bind_steps(fwk, state, info, node)
+        if not status.is_success:
+            self._binding_failed(fwk, state, entity, node, status, cycle)
+            return
+        self.bound(fwk, state, info, result, start)
+        self.stats.scheduled(entity, self.clock.now())
+
+    async def bind_steps(
+        self, fwk: Framework, state: CycleState, info: PodInfo, node: str
+    ) -> Status:
+        """WaitOnPermit, PreBind, Bind. A cancelled binding unreserves and forgets."""
         status = SUCCESS
         try:
             waiting = self.waiting.get(info.key)
@@ -319,14 +330,22 @@ class Scheduler:
                 # Run "bind" plugins.
                 status = await fwk.run_bind(state, info, node)
         except BaseException:
-            self._revert(fwk, state, info, node)
+            self.revert(fwk, state, info, node)
             raise
-        if not status.is_success:
-            self._binding_failed(fwk, state, entity, node, status, cycle)
-            return
+        return status
+
+    def bound(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: PodInfo,
+        result: ScheduleResult,
+        start: float,
+    ) -> None:
+        """The API server accepted the binding: confirm, PostBind, tell the user."""
+        node = result.node
         self.cache.finish_binding(info.key)
         self.stats.attempt("scheduled", fwk.name, time.perf_counter() - start)
-        self.stats.scheduled(entity, self.clock.now())
         # Run "postbind" plugins.
         fwk.run_post_bind(state, info, node)
         m = info.pod.metadata
@@ -357,7 +376,7 @@ class Scheduler:
         cycle: int,
     ) -> None:
         info = entity.pod_info
-        self._revert(fwk, state, info, node)
+        self.revert(fwk, state, info, node)
         # The capacity just released may let other pods fit.
         self.queue.on_event(ASSIGNED_POD_DELETE, info.pod, None)
         error = status.error

@@ -27,12 +27,23 @@ class AttemptStats:
         self.e2e_seconds: list[float] = []
         self._keep = keep_latencies
         self.hooks: list[AttemptHook] = []
+        # Pod-group cycles (scheduler_podgroup_scheduling_attempt_duration_seconds).
+        self.group_results: Counter[str] = Counter()
+        self.group_attempt_seconds: list[float] = []
+        self.group_hooks: list[AttemptHook] = []
 
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         self.results[result] += 1
         if self._keep and seconds:
             self.attempt_seconds.append(seconds)
         for hook in self.hooks:
+            hook(result, profile, seconds)
+
+    def group_attempt(self, result: str, profile: str, seconds: float) -> None:
+        self.group_results[result] += 1
+        if self._keep:
+            self.group_attempt_seconds.append(seconds)
+        for hook in self.group_hooks:
             hook(result, profile, seconds)
 
     def cycle(self, seconds: float) -> None:
@@ -48,6 +59,7 @@ class AttemptStats:
             "attempt": self.attempt_seconds,
             "cycle": self.cycle_seconds,
             "e2e": self.e2e_seconds,
+            "group": self.group_attempt_seconds,
         }[which]
         if not data:
             return 0.0
