@@ -1,0 +1,86 @@
+"""``troupe sim --serve`` driven with the real kubectl, then stopped with SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import signal
+import socket
+import sys
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    exe = shutil.which("kubectl")
+    assert exe, "kubectl is required for this test (.ci/run installs it)"
+    proc = await asyncio.create_subprocess_exec(
+        exe,
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin else None,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), 30)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: hello, namespace: default}
+spec:
+  schedulerName: troupe-scheduler
+  containers: [{name: c, image: pause, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+async def test_serve_mode_schedules_what_kubectl_creates_and_stops_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "troupe",
+        "sim",
+        "--serve",
+        "--port",
+        str(port),
+        "--kubeconfig-out",
+        str(kubeconfig),
+        "--nodes",
+        "4",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        line = await asyncio.wait_for(proc.stderr.readline(), 60)
+        assert b"serving" in line, line
+        nodes = json.loads(await kubectl(kubeconfig, "get", "nodes", "-o", "json"))
+        assert len(nodes["items"]) == 4
+        await kubectl(kubeconfig, "create", "-f", "-", stdin=POD)
+        for _ in range(200):
+            pod = json.loads(await kubectl(kubeconfig, "get", "pod", "hello", "-o", "json"))
+            if pod["spec"].get("nodeName"):
+                break
+            await asyncio.sleep(0.05)
+        assert pod["spec"]["nodeName"].startswith("node-")
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), 20)
+        assert proc.returncode == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
