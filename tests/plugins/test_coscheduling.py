@@ -33,8 +33,7 @@ from troupe.plugins.coscheduling.plugin import (
     REJECTED_IN_UNRESERVE,
     wait_seconds,
 )
-from troupe.plugins.registry import Registry, catalog, default_registry, extension_points_of
-from troupe.plugins.registry import plugin_spec as spec_of
+from troupe.plugins.registry import catalog, default_registry, extension_points_of
 from troupe.queue.entity import QueuedPodInfo
 
 from tests.plugins.builders import make_node, make_pod, table_of
@@ -715,7 +714,7 @@ def test_no_nodes_leave_the_whole_request_as_the_gap() -> None:
 
 # --- args ----------------------------------------------------------------------------
 
-CATALOG = catalog(Registry([*default_registry(), spec_of(Coscheduling, CoschedulingArgs)]))
+CATALOG = catalog(default_registry())
 
 
 def scheduler_plugins_profile(args: dict[str, object]) -> ResolvedConfig:

@@ -23,8 +23,10 @@ from tests.plugins.fakes import FakeHandle
 MINIMAL_CONFIG = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
 
-def test_the_default_registry_holds_every_default_plugin() -> None:
-    assert set(default_registry().names()) == {name for name, _ in DEFAULT_MULTIPOINT}
+def test_the_default_registry_holds_every_default_plugin_and_coscheduling() -> None:
+    assert set(default_registry().names()) == {name for name, _ in DEFAULT_MULTIPOINT} | {
+        "Coscheduling"
+    }
 
 
 def test_every_default_plugin_builds_with_default_args_and_carries_its_name() -> None:

@@ -56,3 +56,9 @@ class CycleState:
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
         return other
+
+
+PODS_TO_ACTIVATE = StateKey[set[str]]("kubernetes.io/pods-to-activate")
+"""Pod keys a plugin asks the scheduler to move to the active queue once the cycle
+ends (upstream ``framework.PodsToActivateKey``); the scheduler writes an empty set
+before every cycle."""

@@ -133,6 +133,7 @@ def default_registry() -> Registry:
     """Every built-in plugin (upstream ``NewInTreeRegistry``)."""
     # Imported here so that importing the registry module stays cheap and a plugin
     # package can never import the registry back.
+    from troupe.plugins.coscheduling import Coscheduling, CoschedulingArgs
     from troupe.plugins.defaultbinder import DefaultBinder
     from troupe.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
     from troupe.plugins.nodeaffinity import NodeAffinity, NodeAffinityArgs
@@ -164,5 +165,8 @@ def default_registry() -> Registry:
             plugin_spec(InterPodAffinity, InterPodAffinityArgs),
             plugin_spec(BalancedAllocation, NodeResourcesBalancedAllocationArgs),
             plugin_spec(DefaultBinder),
+            # Not in the default profile: scheduler-plugins' algorithm, for profiles
+            # moved over unchanged (docs/migrating-from-coscheduling.md).
+            plugin_spec(Coscheduling, CoschedulingArgs),
         ]
     )

@@ -25,7 +25,7 @@ import structlog
 from troupe.api.client import ApiError, Event, ObjectRef, SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.config import ResolvedConfig
-from troupe.api.cycle import CycleState
+from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
 from troupe.api.events import ASSIGNED_POD_DELETE
 from troupe.api.framework import Diagnosis
 from troupe.api.nodetable import IndexArray
@@ -156,8 +156,12 @@ class Scheduler:
             return True
         start = time.perf_counter()
         state = CycleState()
+        state.write(PODS_TO_ACTIVATE, set())
         # Run the scheduling cycle.
         outcome = self._scheduling_cycle(fwk, state, info)
+        to_activate = state.read(PODS_TO_ACTIVATE)
+        if to_activate:
+            self.queue.activate(to_activate)
         if isinstance(outcome, CycleFailure):
             self.stats.attempt(
                 "error" if outcome.status.code is Code.ERROR else "unschedulable",

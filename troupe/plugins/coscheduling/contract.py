@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Protocol, runtime_checkable
 
-from troupe.api.cycle import StateKey
+from troupe.api.cycle import PODS_TO_ACTIVATE as CYCLE_PODS_TO_ACTIVATE
 from troupe.api.gangs import GroupKey
 
 
@@ -31,5 +31,5 @@ class GroupMembers(Protocol):
         ...
 
 
-PODS_TO_ACTIVATE = StateKey[set[str]]("kubernetes.io/pods-to-activate")
-"""Pod keys the scheduler should move to the active queue once the cycle ends."""
+# The scheduler's cycle-state entry for pods to activate (re-exported for callers).
+PODS_TO_ACTIVATE = CYCLE_PODS_TO_ACTIVATE
