@@ -1,0 +1,187 @@
+"""Pydantic models of the three gang APIs' objects (only the fields troupe uses).
+
+- ``CoschedulingPodGroup``: scheduler-plugins ``scheduling.x-k8s.io/v1alpha1``
+  PodGroup (a CRD; its status is written by ``troupe.scheduler.gangs.status``);
+- ``Workload``: Kubernetes 1.35 ``scheduling.k8s.io/v1alpha1`` Workload (KEP-4671),
+  up to 8 embedded pod groups, each Basic or Gang;
+- ``PodGroup``: Kubernetes 1.36 ``scheduling.k8s.io/v1alpha2`` standalone PodGroup
+  (KEP-5832) with ``PodGroupScheduled`` conditions.
+
+The gang informers (``troupe.scheduler.kube.gang_informers``) parse raw JSON into
+these; ``troupe.api.gangapi_policy`` turns them into ``GangPolicy`` values or a
+``GroupProblem``. Unknown fields are ignored, as everywhere in ``troupe.api``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Final, Literal
+
+from pydantic import Field
+
+from troupe.api.gangs import GangApi
+from troupe.api.objects import KubeModel, ObjectMeta, ResourceMap
+
+# WorkloadMaxPodGroups (KEP-4671 "API").
+WORKLOAD_MAX_POD_GROUPS: Final = 8
+
+# scheduler-plugins PodGroupPhase values.
+PHASE_PENDING: Final = "Pending"
+PHASE_SCHEDULING: Final = "Scheduling"
+PHASE_RUNNING: Final = "Running"
+PHASE_UNKNOWN: Final = "Unknown"
+PHASE_FINISHED: Final = "Finished"
+PHASE_FAILED: Final = "Failed"
+
+# The v1alpha2 PodGroup condition the scheduler owns (KEP-5832 "PodGroup Status
+# Lifecycle") and its reasons.
+POD_GROUP_SCHEDULED: Final = "PodGroupScheduled"
+ScheduledOutcome = Literal["Scheduled", "Unschedulable", "SchedulerError"]
+
+
+def parse_time(value: str | None) -> float:
+    """A ``metav1.Time`` (RFC 3339) as epoch seconds; 0.0 when absent or unreadable
+    (such an object sorts first, as an unset creationTimestamp does upstream)."""
+    if not value:
+        return 0.0
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+# --- scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) ------------------------
+
+
+class CoschedulingPodGroupSpec(KubeModel):
+    # Absent reads as 0, which the policy check reports (the CRD requires >= 1).
+    min_member: int = 0
+    min_resources: ResourceMap = Field(default_factory=dict)
+    schedule_timeout_seconds: int | None = None
+
+
+class CoschedulingPodGroupStatus(KubeModel):
+    phase: str = ""
+    occupied_by: str = ""
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    schedule_start_time: str | None = None
+
+
+class CoschedulingPodGroup(KubeModel):
+    api_version: str = GangApi.COSCHEDULING.value
+    kind: str = "PodGroup"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: CoschedulingPodGroupSpec = Field(default_factory=CoschedulingPodGroupSpec)
+    status: CoschedulingPodGroupStatus = Field(default_factory=CoschedulingPodGroupStatus)
+
+
+# --- the Basic | Gang policy union shared by both native APIs ---------------------------
+
+
+class BasicSchedulingPolicy(KubeModel):
+    """Empty on purpose: its presence selects the Basic policy (KEP-4671)."""
+
+
+class GangSchedulingPolicy(KubeModel):
+    min_count: int = 0
+
+
+class SchedulingPolicy(KubeModel):
+    """``PodGroupPolicy`` (v1alpha1) / ``schedulingPolicy`` (v1alpha2): one of
+    ``basic`` or ``gang``."""
+
+    basic: BasicSchedulingPolicy | None = None
+    gang: GangSchedulingPolicy | None = None
+
+
+# --- Workload (scheduling.k8s.io/v1alpha1) ---------------------------------------------
+
+
+class TypedLocalObjectReference(KubeModel):
+    api_group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+class WorkloadPodGroup(KubeModel):
+    name: str = ""
+    policy: SchedulingPolicy = Field(default_factory=SchedulingPolicy)
+
+
+class WorkloadSpec(KubeModel):
+    controller_ref: TypedLocalObjectReference | None = None
+    pod_groups: list[WorkloadPodGroup] = Field(default_factory=list)
+
+
+class Workload(KubeModel):
+    api_version: str = GangApi.WORKLOAD.value
+    kind: str = "Workload"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
+
+
+# --- PodGroup (scheduling.k8s.io/v1alpha2) -----------------------------------------------
+
+
+class PodGroupTemplateReference(KubeModel):
+    workload_name: str = ""
+    pod_group_template_name: str = ""
+
+
+class PodGroupSpec(KubeModel):
+    pod_group_template_ref: PodGroupTemplateReference | None = None
+    scheduling_policy: SchedulingPolicy = Field(default_factory=SchedulingPolicy)
+    priority_class_name: str = ""
+    priority: int | None = None
+    disruption_mode: str | None = None  # Pod | PodGroup (KEP-5710)
+
+
+class Condition(KubeModel):
+    """``metav1.Condition``."""
+
+    type: str
+    status: str  # True | False | Unknown
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str = ""
+    observed_generation: int | None = None
+
+
+class PodGroupStatus(KubeModel):
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class PodGroup(KubeModel):
+    api_version: str = GangApi.POD_GROUP.value
+    kind: str = "PodGroup"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
+    status: PodGroupStatus = Field(default_factory=PodGroupStatus)
+
+
+GroupObject = CoschedulingPodGroup | Workload | PodGroup
+"""Any of the three API objects that carry a group's policy."""
+
+MODEL_OF: Final[dict[GangApi, type[GroupObject]]] = {
+    GangApi.COSCHEDULING: CoschedulingPodGroup,
+    GangApi.WORKLOAD: Workload,
+    GangApi.POD_GROUP: PodGroup,
+}
+
+# Resource path segments (plural) of each API's kind.
+PLURAL_OF: Final[dict[GangApi, str]] = {
+    GangApi.COSCHEDULING: "podgroups",
+    GangApi.WORKLOAD: "workloads",
+    GangApi.POD_GROUP: "podgroups",
+}
+
+
+def api_of(obj: GroupObject) -> GangApi:
+    """Which gang API ``obj`` belongs to (by model type)."""
+    if isinstance(obj, CoschedulingPodGroup):
+        return GangApi.COSCHEDULING
+    if isinstance(obj, Workload):
+        return GangApi.WORKLOAD
+    return GangApi.POD_GROUP

@@ -1,0 +1,157 @@
+"""What a group object demands: its ``GangPolicy``, or the ``GroupProblem`` that stops it.
+
+``policy_of(obj, ref, priority_of)`` is called by ``troupe.scheduler.gangs``'s
+directory whenever it needs the policy of a group whose object it holds; the three
+per-API functions are the same rules, one API each. A problem names the object, the
+offending field path and what is wrong with it, in the words upstream validation or
+the upstream plugin would use, so the scheduler can report it on the pods and the
+object without a traceback and without blocking any other group.
+
+The API server validates most of this for the built-in kinds, and the CRD schema
+for the scheduler-plugins PodGroup; the checks are repeated because troupe must not
+trust a cluster whose CRD was installed without a schema (older scheduler-plugins
+manifests ship ``minResources`` as a free string).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from troupe.api.gangapi import (
+    WORKLOAD_MAX_POD_GROUPS,
+    CoschedulingPodGroup,
+    GroupObject,
+    PodGroup,
+    SchedulingPolicy,
+    Workload,
+    parse_time,
+)
+from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
+from troupe.api.quantity import QuantityError, resource_to_int
+
+PriorityLookup = Callable[[str], int | None]
+"""The value of the PriorityClass of that name, or None when there is none."""
+
+_DISRUPTION_MODES = ("Pod", "PodGroup")
+
+
+def ref_of_object(obj: CoschedulingPodGroup | PodGroup) -> GroupRef:
+    """The group a single-group object defines (a Workload holds several)."""
+    api = GangApi.COSCHEDULING if isinstance(obj, CoschedulingPodGroup) else GangApi.POD_GROUP
+    return GroupRef(api, obj.metadata.namespace, obj.metadata.name)
+
+
+def policy_of(
+    obj: GroupObject, ref: GroupRef, priority_of: PriorityLookup | None = None
+) -> GangPolicy | GroupProblem:
+    """The policy ``obj`` sets for the group ``ref`` (which must name ``obj``)."""
+    if isinstance(obj, CoschedulingPodGroup):
+        return coscheduling_policy(obj)
+    if isinstance(obj, Workload):
+        return workload_policy(obj, ref)
+    return pod_group_policy(obj, priority_of)
+
+
+def coscheduling_policy(pg: CoschedulingPodGroup) -> GangPolicy | GroupProblem:
+    """A scheduler-plugins PodGroup is always a gang of ``minMember``."""
+    ref = ref_of_object(pg)
+    spec = pg.spec
+    if spec.min_member < 1:
+        return GroupProblem(ref, "spec.minMember", f"must be at least 1, got {spec.min_member}")
+    timeout = spec.schedule_timeout_seconds
+    if timeout is not None and timeout < 0:
+        return GroupProblem(
+            ref, "spec.scheduleTimeoutSeconds", f"must not be negative, got {timeout}"
+        )
+    min_resources: dict[str, int] = {}
+    for name in sorted(spec.min_resources):
+        text = spec.min_resources[name]
+        field = f"spec.minResources[{name}]"
+        try:
+            amount = resource_to_int(name, text)
+        except QuantityError as err:
+            return GroupProblem(ref, field, f"invalid quantity {text!r}: {err.reason}")
+        if amount < 0:
+            return GroupProblem(ref, field, f"must not be negative, got {text!r}")
+        min_resources[name] = amount
+    return GangPolicy(
+        gang=True,
+        min_count=spec.min_member,
+        min_resources=min_resources,
+        # scheduler-plugins GetWaitTimeDuration: unset or 0 means the plugin default.
+        timeout_seconds=float(timeout) if timeout else None,
+        created=parse_time(pg.metadata.creation_timestamp),
+    )
+
+
+def _policy_problem(ref: GroupRef, policy: SchedulingPolicy, path: str) -> GroupProblem | None:
+    # A oneOf union (+oneOf=PolicySelection): exactly one member set.
+    if policy.basic is None and policy.gang is None:
+        return GroupProblem(ref, path, "must set exactly one of basic or gang, got neither")
+    if policy.basic is not None and policy.gang is not None:
+        return GroupProblem(ref, path, "must set exactly one of basic or gang, got both")
+    if policy.gang is not None and policy.gang.min_count < 1:
+        return GroupProblem(
+            ref, f"{path}.gang.minCount", f"must be at least 1, got {policy.gang.min_count}"
+        )
+    return None
+
+
+def _from_union(
+    policy: SchedulingPolicy, created: float, priority: int | None = None
+) -> GangPolicy:
+    if policy.gang is not None:
+        return GangPolicy(
+            gang=True, min_count=policy.gang.min_count, priority=priority, created=created
+        )
+    # Basic: members are scheduled one by one, each its own quorum.
+    return GangPolicy(gang=False, min_count=1, priority=priority, created=created)
+
+
+def workload_policy(wl: Workload, ref: GroupRef) -> GangPolicy | GroupProblem:
+    """The policy of the pod group ``ref.pod_group`` of a Workload. Every replica key
+    is its own gang with the same policy (KEP-4671); no timeout field exists, so the
+    profile's default applies (upstream: a fixed 5 minutes)."""
+    groups = wl.spec.pod_groups
+    if len(groups) > WORKLOAD_MAX_POD_GROUPS:
+        return GroupProblem(
+            ref,
+            "spec.podGroups",
+            f"must have at most {WORKLOAD_MAX_POD_GROUPS} items, got {len(groups)}",
+        )
+    for index, group in enumerate(groups):
+        if group.name != ref.pod_group:
+            continue
+        problem = _policy_problem(ref, group.policy, f"spec.podGroups[{index}].policy")
+        if problem is not None:
+            return problem
+        return _from_union(group.policy, parse_time(wl.metadata.creation_timestamp))
+    # The GangScheduling plugin's PreEnqueue message, word for word.
+    return GroupProblem(
+        ref,
+        "spec.podGroups",
+        f'pod group "{ref.pod_group}" doesn\'t exist for a workload "{wl.metadata.name}"',
+    )
+
+
+def pod_group_policy(
+    pg: PodGroup, priority_of: PriorityLookup | None = None
+) -> GangPolicy | GroupProblem:
+    """A standalone PodGroup (KEP-5832): its own policy, priority and disruption mode."""
+    ref = ref_of_object(pg)
+    spec = pg.spec
+    problem = _policy_problem(ref, spec.scheduling_policy, "spec.schedulingPolicy")
+    if problem is not None:
+        return problem
+    mode = spec.disruption_mode
+    if mode is not None and mode not in _DISRUPTION_MODES:
+        supported = ", ".join(f'"{m}"' for m in _DISRUPTION_MODES)
+        return GroupProblem(
+            ref, "spec.disruptionMode", f'unsupported value "{mode}": supported values: {supported}'
+        )
+    # Admission resolves the class into spec.priority; an object written before that
+    # (or by a client that skipped it) still gets its class's value when we know it.
+    priority = spec.priority
+    if priority is None and spec.priority_class_name and priority_of is not None:
+        priority = priority_of(spec.priority_class_name)
+    return _from_union(spec.scheduling_policy, parse_time(pg.metadata.creation_timestamp), priority)

@@ -1,0 +1,36 @@
+"""Gang (pod group) state the scheduler keeps: the group directory and group status.
+
+- ``GangDirectory`` (``directory``): each group's policy or problem, from the gang
+  informers; placed members, from the scheduler; change notifications for the queue;
+- ``PodGroupStatusController`` and ``coscheduling_status`` (``status``): the
+  scheduler-plugins PodGroup status, written as the members' pods move;
+- ``pod_group_scheduled_condition`` (``status``): the v1alpha2 PodGroup
+  ``PodGroupScheduled`` condition after a group scheduling attempt.
+
+The daemon builds one directory and one status controller, feeds both from the
+informers (``troupe.scheduler.kube.gang_informers``) and hands the directory to the
+framework and the queue.
+"""
+
+from troupe.scheduler.gangs.directory import ChangeCallback, GangDirectory
+from troupe.scheduler.gangs.status import (
+    PodGroupStatusController,
+    StatusPatch,
+    conditions_patch,
+    coscheduling_status,
+    coscheduling_status_patch,
+    pod_group_scheduled_condition,
+    status_path,
+)
+
+__all__ = [
+    "ChangeCallback",
+    "GangDirectory",
+    "PodGroupStatusController",
+    "StatusPatch",
+    "conditions_patch",
+    "coscheduling_status",
+    "coscheduling_status_patch",
+    "pod_group_scheduled_condition",
+    "status_path",
+]

@@ -1,0 +1,260 @@
+"""``GangDirectory``: what the scheduler knows about groups, kept current by informers.
+
+It implements ``troupe.api.gangs.GroupDirectory`` (``policy``, ``problem``,
+``placed_count``) for the queue, the plugins and the pod-group cycle, and is fed by:
+
+- the gang informers (``troupe.scheduler.kube.gang_informers``): ``upsert`` for an
+  added or updated group object of any of the three APIs, ``remove`` for a deleted one;
+- the scheduler: ``pod_placed`` when a member is assumed or bound, ``pod_unplaced``
+  when it is forgotten, unbound or deleted (KEP-3370 Permit counts assigned + assumed);
+- the queue: ``members_problem`` when it (re)forms a group from its pods, ``forget``
+  when a group has left the queue for good.
+
+A group whose object does not exist has no policy: its pods wait for it (KEP-4671:
+"pods linked to the Workload object will not be scheduled until this Workload object
+is created and observed"). A group whose object is malformed is blocked by
+``problem``, which says why, naming the object and the field. ``on_change`` callbacks hear
+about every group whose object appeared, changed its spec, or went away, so the queue
+can re-check gating (KEP-5832 "EventsToRegister": PodGroup created).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TypeAlias
+
+import structlog
+
+from troupe.api.gangapi import GroupObject, PodGroup, api_of, parse_time
+from troupe.api.gangapi_policy import PriorityLookup, policy_of
+from troupe.api.gangs import GangApi, GangPolicy, GroupKey, GroupProblem, GroupRef, group_ref_of
+from troupe.api.objects import Pod, PodKey
+
+log = structlog.get_logger("troupe.gangs")
+
+ChangeCallback: TypeAlias = Callable[[GroupRef], None]
+_ObjectKey: TypeAlias = tuple[GangApi, str]  # (api, "namespace/name")
+
+# How many pod names a members problem lists per scheduler name.
+_NAMES_SHOWN = 3
+
+
+def _object_key(api: GangApi, namespace: str, name: str) -> _ObjectKey:
+    return api, f"{namespace}/{name}"
+
+
+def _same_policy_inputs(old: GroupObject, new: GroupObject) -> bool:
+    """Whether a policy computed from ``old`` still holds for ``new``: a status write
+    (ours, every few seconds) must not make the queue re-check every group."""
+    om, nm = old.metadata, new.metadata
+    return (
+        om.uid == nm.uid and om.creation_timestamp == nm.creation_timestamp and old.spec == new.spec
+    )
+
+
+class GangDirectory:
+    def __init__(self, priority_of: PriorityLookup | None = None) -> None:
+        self._priority_of = priority_of
+        self._objects: dict[_ObjectKey, GroupObject] = {}
+        # Every ref asked or told about, by the object it points at, until forgotten.
+        self._refs: dict[_ObjectKey, dict[GroupKey, GroupRef]] = {}
+        self._verdicts: dict[GroupKey, GangPolicy | GroupProblem] = {}
+        self._member_problems: dict[GroupKey, GroupProblem] = {}
+        self._placed: dict[GroupKey, set[PodKey]] = {}
+        self._callbacks: list[ChangeCallback] = []
+
+    # --- group objects (from the informers) ---------------------------------------------
+
+    def upsert(self, api: GangApi, obj: GroupObject) -> None:
+        """An object of ``api`` was added or updated."""
+        if api_of(obj) is not api:
+            raise ValueError(f"{type(obj).__name__} is not an object of {api.value}")
+        m = obj.metadata
+        key = _object_key(api, m.namespace, m.name)
+        old = self._objects.get(key)
+        self._objects[key] = obj
+        if old is not None and _same_policy_inputs(old, obj):
+            return
+        self._invalidate(key)
+        self._notify(api, m.namespace, m.name)
+
+    def remove(self, api: GangApi, namespace: str, name: str) -> None:
+        """The object was deleted: its groups lose their policy until it returns."""
+        key = _object_key(api, namespace, name)
+        if self._objects.pop(key, None) is None:
+            return
+        self._invalidate(key)
+        self._notify(api, namespace, name)
+
+    def get(self, api: GangApi, namespace: str, name: str) -> GroupObject | None:
+        """The object as last seen (the v1alpha2 PodGroup's conditions, for status)."""
+        return self._objects.get(_object_key(api, namespace, name))
+
+    def priority_classes_changed(self) -> None:
+        """A PriorityClass was added, changed or removed: PodGroups that take their
+        priority from a class name are re-evaluated (and their groups notified)."""
+        for (api, object_key), obj in list(self._objects.items()):
+            if isinstance(obj, PodGroup) and obj.spec.priority_class_name:
+                self._invalidate((api, object_key))
+                self._notify(api, obj.metadata.namespace, obj.metadata.name)
+
+    # --- GroupDirectory ---------------------------------------------------------------------
+
+    def policy(self, ref: GroupRef) -> GangPolicy | None:
+        """The group's policy; None while its object is missing. For a malformed
+        object this is a placeholder (a gang of 1 created with the object, so queue
+        order still holds) and ``problem`` blocks the group; callers check both, as
+        the contract says."""
+        verdict = self._verdict(ref)
+        if isinstance(verdict, GroupProblem):
+            obj = self._objects[_object_key(ref.api, ref.namespace, ref.name)]
+            return GangPolicy(
+                gang=True, min_count=1, created=parse_time(obj.metadata.creation_timestamp)
+            )
+        return verdict
+
+    def problem(self, ref: GroupRef) -> GroupProblem | None:
+        """The object's problem (a bad field), else the last ``members_problem`` of the
+        group; None when the object is missing (that is waiting, not an error)."""
+        verdict = self._verdict(ref)
+        if isinstance(verdict, GroupProblem):
+            return verdict
+        return self._member_problems.get(ref.key)
+
+    def placed_count(self, key: GroupKey) -> int:
+        placed = self._placed.get(key)
+        return len(placed) if placed else 0
+
+    # --- members ----------------------------------------------------------------------------
+
+    def pod_placed(self, pod: Pod) -> None:
+        """A member was assumed or bound."""
+        ref = group_ref_of(pod)
+        if ref is None:
+            return
+        self._remember(ref)
+        self._placed.setdefault(ref.key, set()).add(pod.key)
+
+    def pod_unplaced(self, pod: Pod) -> None:
+        """A member's placement was released (forgotten, unbound, or the pod deleted)."""
+        ref = group_ref_of(pod)
+        if ref is None:
+            return
+        placed = self._placed.get(ref.key)
+        if placed is None:
+            return
+        placed.discard(pod.key)
+        if not placed:
+            del self._placed[ref.key]
+
+    def placed_members(self, key: GroupKey) -> set[PodKey]:
+        """Keys of the members bound or assumed (a copy)."""
+        return set(self._placed.get(key, ()))
+
+    def members_problem(self, ref: GroupRef, pods: Iterable[Pod]) -> GroupProblem | None:
+        """Checks that need the pods: every member must name the same scheduler (and
+        the one the policy requires, if any). The answer is also what ``problem(ref)``
+        reports until the next call for this group."""
+        by_scheduler: dict[str, list[str]] = {}
+        for pod in pods:
+            by_scheduler.setdefault(pod.spec.scheduler_name, []).append(pod.metadata.name)
+        found: GroupProblem | None = None
+        policy = self.policy(ref)
+        if len(by_scheduler) > 1:
+            found = GroupProblem(
+                ref,
+                "spec.schedulerName",
+                "pods of one group must name the same scheduler, got "
+                + ", ".join(_describe(s, names) for s, names in sorted(by_scheduler.items())),
+            )
+        elif policy is not None and policy.scheduler_name and by_scheduler:
+            [(name, pods_named)] = by_scheduler.items()
+            if name != policy.scheduler_name:
+                found = GroupProblem(
+                    ref,
+                    "spec.schedulerName",
+                    f'the group requires scheduler "{policy.scheduler_name}", got '
+                    + _describe(name, pods_named),
+                )
+        self._remember(ref)
+        if found is None:
+            self._member_problems.pop(ref.key, None)
+        else:
+            self._member_problems[ref.key] = found
+        return found
+
+    # --- refs and change notification -------------------------------------------------------
+
+    def refs_for_object(self, api: GangApi, namespace: str, name: str) -> list[GroupRef]:
+        """Every known group pointing at one object (a Workload's pod groups and their
+        replica keys), in key order."""
+        refs = self._refs.get(_object_key(api, namespace, name), {})
+        return [refs[k] for k in sorted(refs)]
+
+    def forget(self, ref: GroupRef) -> None:
+        """Drop what is remembered about ``ref`` besides its placed members (the queue
+        calls this once no pod of the group is pending)."""
+        key = _object_key(ref.api, ref.namespace, ref.name)
+        refs = self._refs.get(key)
+        if refs is not None:
+            refs.pop(ref.key, None)
+            if not refs:
+                del self._refs[key]
+        self._verdicts.pop(ref.key, None)
+        self._member_problems.pop(ref.key, None)
+
+    def on_change(self, callback: ChangeCallback) -> Callable[[], None]:
+        """Call ``callback(ref)`` for every known group of an object that appeared,
+        changed or disappeared; when no group of it is known yet, once with the
+        object's own ref (for a Workload: ``pod_group=""``, match on ``api`` and
+        ``object_key``). Returns a function that unregisters the callback."""
+        self._callbacks.append(callback)
+
+        def unregister() -> None:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+        return unregister
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _remember(self, ref: GroupRef) -> None:
+        refs = self._refs.setdefault(_object_key(ref.api, ref.namespace, ref.name), {})
+        refs.setdefault(ref.key, ref)
+
+    def _verdict(self, ref: GroupRef) -> GangPolicy | GroupProblem | None:
+        self._remember(ref)
+        obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
+        if obj is None:
+            return None
+        verdict = self._verdicts.get(ref.key)
+        if verdict is None:
+            verdict = policy_of(obj, ref, self._priority_of)
+            self._verdicts[ref.key] = verdict
+        return verdict
+
+    def _invalidate(self, key: _ObjectKey) -> None:
+        for group_key in self._refs.get(key, {}):
+            self._verdicts.pop(group_key, None)
+
+    def _notify(self, api: GangApi, namespace: str, name: str) -> None:
+        refs = self.refs_for_object(api, namespace, name) or [GroupRef(api, namespace, name)]
+        for callback in list(self._callbacks):
+            for ref in refs:
+                try:
+                    callback(ref)
+                except Exception as exc:
+                    # One broken listener must not starve the others of the event.
+                    log.error(
+                        "group change callback failed",
+                        group=str(ref),
+                        error=repr(exc),
+                        exc_info=exc,
+                    )
+
+
+def _describe(scheduler_name: str, pod_names: list[str]) -> str:
+    shown = sorted(pod_names)[:_NAMES_SHOWN]
+    more = len(pod_names) - len(shown)
+    listed = ", ".join(shown) + (f" and {more} more" if more else "")
+    return f'"{scheduler_name}" ({listed})'
