@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.gangapi import CoschedulingPodGroup, PodGroup, Workload
-from troupe.api.gangs import POD_GROUP_LABEL, GangApi, GangPolicy, GroupRef
+from troupe.api.gangs import POD_GROUP_LABEL, GangApi, GangPolicy, GroupKey, GroupRef
 from troupe.api.objects import Pod
 from troupe.scheduler.gangs import GangDirectory
 
@@ -370,3 +370,23 @@ def test_forgetting_a_group_drops_its_members_problem_but_not_its_placements() -
     assert d.problem(ref()) is None
     assert d.placed_count(ref().key) == 1
     d.forget(ref())  # twice is harmless
+
+
+def test_member_keys_follow_pods_that_name_the_group() -> None:
+    directory = GangDirectory()
+
+    def member(name: str) -> Pod:
+        return Pod.model_validate(
+            {"metadata": {"name": name, "namespace": "ml",
+                          "labels": {"scheduling.x-k8s.io/pod-group": "train"}}}
+        )
+
+    a, b = member("a"), member("b")
+    directory.pod_seen(a)
+    directory.pod_seen(b)
+    directory.pod_seen(a)
+    assert directory.member_keys(GroupKey("ml/train")) == {"ml/a", "ml/b"}
+    directory.pod_gone(a)
+    assert directory.member_keys(GroupKey("ml/train")) == {"ml/b"}
+    directory.pod_gone(b)
+    assert directory.member_keys(GroupKey("ml/train")) == set()

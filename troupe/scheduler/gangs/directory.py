@@ -61,6 +61,9 @@ class GangDirectory:
         self._verdicts: dict[GroupKey, GangPolicy | GroupProblem] = {}
         self._member_problems: dict[GroupKey, GroupProblem] = {}
         self._placed: dict[GroupKey, set[PodKey]] = {}
+        # Every existing pod naming a group, in any phase (scheduler-plugins counts
+        # these against minMember); kept from the pod informer.
+        self._members: dict[GroupKey, set[PodKey]] = {}
         self._callbacks: list[ChangeCallback] = []
 
     # --- group objects (from the informers) ---------------------------------------------
@@ -146,6 +149,27 @@ class GangDirectory:
         placed.discard(pod.key)
         if not placed:
             del self._placed[ref.key]
+
+    def pod_seen(self, pod: Pod) -> None:
+        """A pod exists (added or updated)."""
+        ref = group_ref_of(pod)
+        if ref is not None:
+            self._members.setdefault(ref.key, set()).add(pod.key)
+
+    def pod_gone(self, pod: Pod) -> None:
+        """A pod was deleted."""
+        ref = group_ref_of(pod)
+        if ref is None:
+            return
+        members = self._members.get(ref.key)
+        if members is not None:
+            members.discard(pod.key)
+            if not members:
+                del self._members[ref.key]
+
+    def member_keys(self, key: GroupKey) -> set[PodKey]:
+        """Keys of every existing pod naming the group (a copy)."""
+        return set(self._members.get(key, ()))
 
     def placed_members(self, key: GroupKey) -> set[PodKey]:
         """Keys of the members bound or assumed (a copy)."""
