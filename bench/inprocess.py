@@ -4,7 +4,8 @@ back to the scheduler as the watch would report them (on the next loop turn)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from troupe.api.client import Event
 from troupe.api.objects import Pod, PodCondition
@@ -16,6 +17,7 @@ class EchoClient:
         self.bound = 0
         self.failed_patches = 0
         self.events = 0
+        self.patches: list[tuple[str, dict[str, Any]]] = []
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         self.bound += 1
@@ -32,3 +34,7 @@ class EchoClient:
 
     async def record_event(self, event: Event) -> None:
         self.events += 1
+
+    async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        self.patches.append((path, dict(patch)))
+        return dict(patch)

@@ -6,8 +6,9 @@ plugin did (bindings) and can be told to fail, so no test needs the scheduler.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from troupe.api.client import ApiError, Event
@@ -33,6 +34,7 @@ class RecordingClient:
     """Records bindings; raises ``fail_with`` from ``bind`` when set."""
 
     bindings: list[tuple[str, str]] = field(default_factory=list)
+    patches: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     fail_with: Exception | None = None
 
     async def bind(self, pod: Pod, node_name: str) -> None:
@@ -47,6 +49,10 @@ class RecordingClient:
 
     async def record_event(self, event: Event) -> None:
         raise AssertionError("plugins under test must not record events")
+
+    async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        self.patches.append((path, dict(patch)))
+        return dict(patch)
 
 
 class FakeHandle:

@@ -8,8 +8,9 @@ watch would (``echo_to``), so the cache sees the pod bound.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from troupe.api.client import ApiError, Event
 from troupe.api.objects import Pod, PodCondition
@@ -20,6 +21,7 @@ class Recorder:
     bindings: list[tuple[str, str]] = field(default_factory=list)
     conditions: dict[str, PodCondition] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
+    patches: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     # pod key -> errors raised by successive bind calls (popped one per call)
     bind_errors: dict[str, list[ApiError]] = field(default_factory=dict)
     echo_to: Callable[[Pod, Pod], None] | None = None
@@ -45,6 +47,10 @@ class Recorder:
 
     async def record_event(self, event: Event) -> None:
         self.events.append(event)
+
+    async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        self.patches.append((path, dict(patch)))
+        return dict(patch)
 
     def node_of(self, key: str) -> str | None:
         return next((n for k, n in self.bindings if k == key), None)

@@ -7,8 +7,9 @@ against a Kubernetes API server; unit tests use a recording double.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from troupe.api.objects import Pod, PodCondition
 
@@ -72,3 +73,7 @@ class SchedulerClient(Protocol):
         ...
 
     async def record_event(self, event: Event) -> None: ...
+
+    async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """JSON merge patch of any object (e.g. a PodGroup's status); returns it."""
+        ...
