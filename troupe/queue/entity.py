@@ -1,11 +1,14 @@
-"""What the scheduling queue holds: queued entities (a pod now, a pod group next).
+"""What the scheduling queue holds: queued entities, a single pod or a whole pod group.
 
 The sub-queues (``active``, ``backoff``, ``unschedulable``) and the QueueSort
 comparator only see ``QueuedEntity``: a key, a priority, a timestamp and the
-bookkeeping of scheduling attempts. Only ``SchedulingQueue`` knows how informer
-pods map to entities; today every pod is its own ``QueuedPodInfo``. A gang's
-``QueuedGroupInfo`` (DESIGN.md "The dual queue", KEP-4671 alternative 3) is a
-further subclass that overrides ``kind``, ``pods`` and ``pod_keys``.
+bookkeeping of scheduling attempts. Only ``SchedulingQueue`` (with its
+``GroupIndex``) knows how informer pods map to entities: a pod on its own is a
+``QueuedPodInfo``; the pending members of a gang are one ``QueuedGroupInfo``
+(DESIGN.md "The dual queue", KEP-4671 alternative 3).
+
+Sub-queues index entities by ``queue_id``, not ``key``: a scheduler-plugins
+PodGroup's key (``namespace/name``) can equal a pod's key, and both may be queued.
 
 ``schedule_one`` (``troupe.scheduler``) receives entities from ``SchedulingQueue.pop``
 and records why an attempt failed in ``unschedulable_plugins`` / ``pending_plugins``
@@ -18,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from troupe.api.gangs import GangPolicy, GroupRef
 from troupe.api.objects import Pod, PodKey
 from troupe.api.podinfo import PodInfo
 
@@ -48,14 +52,20 @@ class QueuedEntity:
     unschedulable_plugins: set[str] = field(default_factory=set)
     # Plugins that answered PENDING: a QUEUE hint from one of them skips backoff.
     pending_plugins: set[str] = field(default_factory=set)
-    # The PreEnqueue plugin holding the entity back; empty when not gated.
+    # The PreEnqueue plugin holding the entity back, and its message; empty when not gated.
     gating_plugin: str = ""
+    gating_message: str = ""
     # Clock time at which the current backoff ends (0: never backed off).
     backoff_expiry: float = 0.0
 
     @property
     def kind(self) -> EntityKind:
         raise NotImplementedError
+
+    @property
+    def queue_id(self) -> str:
+        """The entity's index in the sub-queues and the in-flight table."""
+        return self.key
 
     @property
     def gated(self) -> bool:
@@ -105,6 +115,78 @@ class QueuedPodInfo(QueuedEntity):
         """Take a newer version of the pod (an informer update)."""
         self.pod_info = info
         self.priority = info.priority
+
+
+GROUP_ID_PREFIX = "podgroup:"
+"""``queue_id`` of a group entity: the prefix keeps it apart from every pod key
+(namespaces cannot contain a colon)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class QueuedGroupInfo(QueuedEntity):
+    """The pending members of one gang, queued and scheduled as one entity (KEP-4671).
+
+    ``members`` holds only pods that passed their own PreEnqueue; a member still
+    held by, say, a scheduling gate waits in the gated pool on its own. ``key`` is
+    the group's ``GroupKey``. Priority and timestamp follow the policy (see
+    ``resort``); the queue calls ``resort`` whenever members or policy change,
+    with the entity out of any heap.
+    """
+
+    ref: GroupRef
+    members: dict[str, PodInfo] = field(default_factory=dict)
+    policy: GangPolicy | None = None
+    # When each member entered the queue: the timestamp while the group's creation
+    # time is unknown.
+    joined: dict[str, float] = field(default_factory=dict)
+    # The group object's creation time on the queue's clock; None while unknown.
+    created: float | None = None
+
+    @classmethod
+    def of(cls, ref: GroupRef, now: float) -> QueuedGroupInfo:
+        return cls(key=ref.key, priority=0, timestamp=now, ref=ref)
+
+    @property
+    def kind(self) -> EntityKind:
+        return "podgroup"
+
+    @property
+    def queue_id(self) -> str:
+        return GROUP_ID_PREFIX + self.key
+
+    def pods(self) -> Sequence[Pod]:
+        return tuple(info.pod for info in self.members.values())
+
+    def pod_keys(self) -> Sequence[str]:
+        return tuple(self.members)
+
+    def add_member(self, info: PodInfo, joined: float) -> None:
+        """Add or replace a member; a replaced member keeps its original join time."""
+        self.members[info.key] = info
+        self.joined.setdefault(info.key, joined)
+
+    def remove_member(self, key: str) -> PodInfo | None:
+        self.joined.pop(key, None)
+        return self.members.pop(key, None)
+
+    def resort(self, policy: GangPolicy | None, created: float | None) -> None:
+        """Recompute the QueueSort fields from ``policy`` and the members.
+
+        KEP-4671 "Queuing and Ordering": the group's own priority when the API sets
+        one, else the lowest member priority (the weakest link decides whether the
+        group fits). KEP-3370 QueueSort: the group's creation time when known, else
+        the earliest member's arrival in the queue.
+        """
+        self.policy = policy
+        self.created = created
+        if policy is not None and policy.priority is not None:
+            self.priority = policy.priority
+        elif self.members:
+            self.priority = min(info.priority for info in self.members.values())
+        if created is not None:
+            self.timestamp = created
+        elif self.joined:
+            self.timestamp = min(self.joined.values())
 
 
 LessFunc = Callable[[QueuedEntity, QueuedEntity], bool]

@@ -1,13 +1,19 @@
 """A binary heap of queued entities with removal by key (upstream ``backend/heap``).
 
 Used by the active queue (ordered by QueueSort) and the backoff queue (ordered by
-backoff expiry). Push and pop are O(log n); removal by key is O(1) and lazy: the
-heap slot is marked dead and skipped when it reaches the top, and the heap is
-compacted once dead slots outnumber live ones.
+backoff expiry). Entities are indexed by ``queue_id``. Push and pop are
+O(log n); removal is O(1) and lazy: the heap slot is marked dead and skipped when
+it reaches the top, and the heap is compacted once dead slots outnumber live ones.
+
+A dead slot keeps a frozen copy of its entity: the queue changes a removed entity
+(an updated pod, a group gaining a member) before pushing it again, and a dead
+slot whose sort fields moved under it would break the heap order for the rest.
+An entity must not be changed while it is live in a heap.
 """
 
 from __future__ import annotations
 
+import copy
 import heapq
 from collections.abc import Callable, Iterator
 
@@ -27,7 +33,7 @@ class _Slot:
 
 
 class EntityHeap:
-    """Entities ordered by ``less``; at most one entity per key."""
+    """Entities ordered by ``less``; at most one entity per ``queue_id``."""
 
     def __init__(self, less: Callable[[QueuedEntity, QueuedEntity], bool]) -> None:
         self._less = less
@@ -37,36 +43,34 @@ class EntityHeap:
     def __len__(self) -> int:
         return len(self._live)
 
-    def __contains__(self, key: str) -> bool:
-        return key in self._live
+    def __contains__(self, queue_id: str) -> bool:
+        return queue_id in self._live
 
     def __iter__(self) -> Iterator[QueuedEntity]:
         """Live entities in no particular order."""
         return (slot.entity for slot in self._live.values())
 
-    def get(self, key: str) -> QueuedEntity | None:
-        slot = self._live.get(key)
+    def get(self, queue_id: str) -> QueuedEntity | None:
+        slot = self._live.get(queue_id)
         return slot.entity if slot else None
 
     def push(self, entity: QueuedEntity) -> None:
-        """Add ``entity``, replacing any entity with the same key.
-
-        Also the way to re-order an entity whose sort fields changed: the old slot is
-        dropped and a new one pushed.
-        """
-        self.remove(entity.key)
+        """Add ``entity``, replacing any entity with the same ``queue_id``."""
+        self.remove(entity.queue_id)
         slot = _Slot(entity, self._less)
-        self._live[entity.key] = slot
+        self._live[entity.queue_id] = slot
         heapq.heappush(self._heap, slot)
 
-    def remove(self, key: str) -> QueuedEntity | None:
-        slot = self._live.pop(key, None)
+    def remove(self, queue_id: str) -> QueuedEntity | None:
+        slot = self._live.pop(queue_id, None)
         if slot is None:
             return None
+        entity = slot.entity
         slot.alive = False
+        slot.entity = copy.copy(entity)
         if len(self._heap) > 2 * len(self._live) + 16:
             self._compact()
-        return slot.entity
+        return entity
 
     def peek(self) -> QueuedEntity | None:
         self._drop_dead_top()
@@ -77,7 +81,7 @@ class EntityHeap:
         if not self._heap:
             return None
         slot = heapq.heappop(self._heap)
-        del self._live[slot.entity.key]
+        del self._live[slot.entity.queue_id]
         return slot.entity
 
     def _drop_dead_top(self) -> None:

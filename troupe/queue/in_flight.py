@@ -11,10 +11,12 @@ Each logged event carries the scheduling cycle at which it arrived. An entity
 popped at cycle ``c`` cares about events logged at cycle ``>= c``; events older
 than the oldest flight are dropped, so the log stays as short as the longest
 attempt in progress. Events may target one entity only (an update of that pod, a
-forced activation): ``target`` is then the entity key.
+forced activation): ``target`` is then the entity's ``queue_id``, by which flights
+are indexed too.
 
-Flights also remember the latest informer version of their pod and whether it was
-deleted, so a failed attempt requeues the current pod or nothing at all.
+Pod flights also remember the latest informer version of their pod and whether it
+was deleted, so a failed attempt requeues the current pod or nothing at all (the
+``GroupIndex`` keeps the same for the members of a group in flight).
 """
 
 from __future__ import annotations
@@ -53,14 +55,15 @@ class InFlight:
     def __len__(self) -> int:
         return len(self._flights)
 
-    def __contains__(self, key: str) -> bool:
-        return key in self._flights
+    def __contains__(self, queue_id: str) -> bool:
+        return queue_id in self._flights
 
-    def get(self, key: str) -> Flight | None:
-        return self._flights.get(key)
+    def get(self, queue_id: str) -> Flight | None:
+        return self._flights.get(queue_id)
 
     def entities(self) -> list[QueuedEntity]:
-        return [flight.entity for flight in self._flights.values()]
+        """Entities in flight, those whose pod was deleted meanwhile excluded."""
+        return [flight.entity for flight in self._flights.values() if not flight.deleted]
 
     @property
     def logged_events(self) -> int:
@@ -69,8 +72,8 @@ class InFlight:
     def start(self, entity: QueuedEntity, cycle: int) -> None:
         # A flight left under this key belongs to a deleted pod whose attempt has
         # not reported back yet; the new entity supersedes it.
-        self._flights.pop(entity.key, None)
-        self._flights[entity.key] = Flight(entity, cycle)
+        self._flights.pop(entity.queue_id, None)
+        self._flights[entity.queue_id] = Flight(entity, cycle)
 
     def log(
         self,
@@ -86,19 +89,19 @@ class InFlight:
         self._log.append(LoggedEvent(cycle, event, old, new, target))
 
     def events_for(self, flight: Flight) -> list[LoggedEvent]:
-        key = flight.entity.key
+        key = flight.entity.queue_id
         return [
             e
             for e in self._log
             if e.cycle >= flight.cycle and (e.target is None or e.target == key)
         ]
 
-    def end(self, key: str, entity: QueuedEntity | None = None) -> Flight | None:
-        """End the flight of ``key`` (only if it is ``entity``'s, when given)."""
-        flight = self._flights.get(key)
+    def end(self, queue_id: str, entity: QueuedEntity | None = None) -> Flight | None:
+        """End the flight of ``queue_id`` (only if it is ``entity``'s, when given)."""
+        flight = self._flights.get(queue_id)
         if flight is None or (entity is not None and flight.entity is not entity):
             return None
-        del self._flights[key]
+        del self._flights[queue_id]
         self._prune()
         return flight
 

@@ -1,32 +1,42 @@
-"""The scheduling queue: pending pods waiting for an attempt (upstream ``PriorityQueue``).
+"""The scheduling queue: pods and pod groups waiting for an attempt (upstream ``PriorityQueue``).
 
 The informers of ``troupe.scheduler`` call ``add`` / ``update`` / ``delete`` for
-unscheduled pods and ``on_event`` for every other cluster change;
-``schedule_one`` calls ``pop``, then ``add_unschedulable_if_not_present`` when
-the attempt failed or ``done`` when it succeeded. Every entity not in flight is
-in exactly one sub-queue, and moves like this:
+unscheduled pods, ``group_changed`` when a group object (PodGroup, Workload)
+changes, and ``on_event`` for every other cluster change; ``schedule_one`` calls
+``pop``, then ``done`` when every pod of the entity was placed, or
+``add_unschedulable_if_not_present`` (a group: ``requeue_group_remainder``) when
+the attempt failed. One queue holds two kinds of entity (KEP-4671 alternative 3):
+single pods, and the pending members of a gang as one ``QueuedGroupInfo``
+(``group_index`` says which pod goes where). Every entity not in flight is in
+exactly one sub-queue, and moves like this:
 
-* ``add``: PreEnqueue passes -> **active**; refused -> **gated**.
-* gated -> PreEnqueue again on an update of the pod, an event the gating plugin
-  registered (hint QUEUE), ``activate``, or after ``max_in_unschedulable``;
-  passing -> active (backoff if still backing off).
+* ``add``: PreEnqueue passes -> **active**; refused -> **gated**. A group entity's
+  PreEnqueue is the gang check (group object exists, no problem, quorum); its
+  members first pass their own PreEnqueue, or wait gated alone.
+* gated -> PreEnqueue again on an update of a pod, an event the gating plugin
+  registered (hint QUEUE), ``activate``, ``group_changed``, a member arriving, or
+  after ``max_in_unschedulable``; passing -> active (backoff if still backing off).
 * active -> ``pop`` -> **in flight** -> ``done`` -> gone (bound).
 * in flight -> ``add_unschedulable_if_not_present`` -> **backoff** after an error
   (no rejecting plugin) or when an event seen during the attempt may help (hint
   QUEUE; active at once for a PENDING plugin, or if the backoff is over);
-  otherwise -> **unschedulable**.
-* unschedulable -> an event with hint QUEUE, an update of the pod,
-  ``move_all_to_active_or_backoff``, or ``max_in_unschedulable`` (5 min) ->
-  backoff while backing off, else active; ``activate`` -> active.
+  otherwise -> **unschedulable**. A group comes back with only the members that
+  were not placed, plus members that arrived during the attempt.
+* unschedulable -> an event with hint QUEUE (for a group: for any member,
+  KEP-4671 "Retries"), an update of a pod, ``move_all_to_active_or_backoff``, or
+  ``max_in_unschedulable`` (5 min) -> backoff while backing off, else active;
+  ``activate`` -> active.
 * backoff -> ``flush_backoff_completed`` once the expiry passed -> active.
 
 Entities pass PreEnqueue again when they leave the gated or unschedulable pool,
 so a gang that lost members goes back to gated. Backoff is per entity, doubling
 from ``initial_backoff`` to ``max_backoff`` (DESIGN.md "The dual queue").
 
-Time comes from the injected ``Clock``; ``run`` drives the two periodic flushes
-(1 s and 30 s, as upstream) on it, so tests move time with ``FakeClock.advance``.
-Everything runs on one asyncio event loop: no locks.
+The work is split: ``intake`` (informer input), ``group_index`` (group
+entities), ``retries`` (hints, activation, flushes); this class holds them
+together, runs the scheduling loop's side and answers questions. Time comes from
+the injected ``Clock``; ``run`` drives the periodic flushes on it, so tests move
+time with ``FakeClock.advance``. Everything runs on one asyncio event loop: no locks.
 """
 
 from __future__ import annotations
@@ -36,24 +46,41 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from troupe.api.clock import Clock
-from troupe.api.events import FORCE_ACTIVATE, ClusterEvent, ClusterEventWithHint, Resource
+from troupe.api.events import FORCE_ACTIVATE, ClusterEvent, ClusterEventWithHint
+from troupe.api.gangs import GroupDirectory, GroupRef, NoGroups
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Status
-from troupe.queue.entity import LessFunc, QueuedEntity, QueuedPodInfo
-from troupe.queue.hints import POD_UPDATE_LABEL, HintRegistry, Strategy, pod_update_events
+from troupe.queue.entity import (
+    GROUP_ID_PREFIX,
+    EntityKind,
+    LessFunc,
+    QueuedEntity,
+    QueuedGroupInfo,
+    QueuedPodInfo,
+)
+from troupe.queue.group_index import GroupIndex
+from troupe.queue.hints import POD_UPDATE_LABEL, Strategy
 from troupe.queue.in_flight import InFlight
+from troupe.queue.intake import Intake
 from troupe.queue.nominator import Nominator
+from troupe.queue.retries import Retries
 from troupe.queue.sub_queues import IncomingHook, QueueName, SubQueues
 
-# Event labels of scheduler_queue_incoming_pods_total (upstream framework/events.go).
-POD_ADD = "PodAdd"
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
-BACKOFF_COMPLETE = "BackoffComplete"
-UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+"""Incoming-event label of an entity handed back after a failed attempt."""
 
 BACKOFF_FLUSH_PERIOD = 1.0
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+
+QUEUES: tuple[QueueName, ...] = ("active", "backoff", "unschedulable", "gated")
+KINDS: tuple[EntityKind, ...] = ("pod", "podgroup")
+
+_NO_GROUPS = NoGroups()
+
+
+def _no_group(pod: Pod) -> GroupRef | None:
+    return None
 
 
 class SchedulingQueue:
@@ -67,86 +94,88 @@ class SchedulingQueue:
         max_backoff: float = 10.0,
         max_in_unschedulable: float = 300.0,
         on_incoming: IncomingHook | None = None,
+        group_of: Callable[[Pod], GroupRef | None] = _no_group,
+        groups: GroupDirectory = _NO_GROUPS,
     ) -> None:
         self._clock = clock
-        self._max_in_unschedulable = max_in_unschedulable
+        self._pre_enqueue = pre_enqueue
+        self._cycle = 0
         self._queues = SubQueues(
-            less, clock, pre_enqueue, initial_backoff, max_backoff, on_incoming
+            less,
+            clock,
+            self._gate,
+            initial_backoff,
+            max_backoff,
+            on_incoming,
+            absorb=lambda entity, event: self._groups.absorb(entity, event),
         )
         self._in_flight = InFlight()
+        self._groups = GroupIndex(
+            self._queues, self._in_flight, groups, group_of, pre_enqueue, clock
+        )
+        self._book = self._groups.book
+        self._retries = Retries(
+            self._queues,
+            self._in_flight,
+            self._book,
+            clock,
+            max_in_unschedulable,
+            lambda: self._cycle,
+        )
         self._nominator = Nominator()
-        self._hints = HintRegistry()
-        self._cycle = 0
-        # Cycle of the last cluster event of interest (upstream moveRequestCycle); used
-        # for an entity handed back without a flight record.
-        self._move_request_cycle = -1
+        self._intake = Intake(
+            self._queues,
+            self._in_flight,
+            self._groups,
+            self._retries,
+            self._nominator,
+            clock,
+            lambda: self._cycle,
+        )
         self._stopped = asyncio.Event()
-        self.hint_errors = 0
-        """Hint functions that raised since start (each was taken as QUEUE)."""
 
-    # --- informer input: unscheduled pods ------------------------------------------
+    def _gate(self, entity: QueuedEntity) -> Status:
+        """PreEnqueue of an entity: the gang checks for a group, the pod's plugins for a pod."""
+        if isinstance(entity, QueuedGroupInfo):
+            return self._groups.gate(entity)
+        for pod in entity.pods():
+            status = self._pre_enqueue(pod)
+            if not status.is_success:
+                return status
+        return Status()
+
+    @property
+    def hint_errors(self) -> int:
+        """Hint functions that raised since start (each was taken as QUEUE)."""
+        return self._retries.hint_errors
+
+    # --- informer input --------------------------------------------------------------
 
     def add(self, pod: Pod) -> None:
         """A new unscheduled pod. A pod already known is treated as an update."""
-        if (known := self._known_pod(pod.key)) is not None:
-            self.update(known, pod)
-            return
-        info = PodInfo.of(pod)
-        entity = QueuedPodInfo.of(info, self._clock.now())
-        if self._queues.to_active(entity, POD_ADD) == "active":
-            self._nominator.add(info, pod.status.nominated_node_name)
+        self._intake.add(pod)
 
     def update(self, old: Pod, new: Pod) -> int:
         """An unscheduled pod changed; returns how many hint functions raised.
 
         A pod in no sub-queue and not in flight is added (upstream), so callers pass
-        only pods the scheduler has not assumed; a pod that got a node is dropped.
+        only pods the scheduler has not assumed; a pod that got a node is dropped; a
+        queued pod whose group changed moves to its new group.
         """
-        key = new.key
-        if new.spec.node_name:
-            self.delete(new)
-            return 0
-        entity = self._queues.get(key)
-        flight = self._in_flight.get(key)
-        if entity is None and flight is not None and not flight.deleted:
-            # Being scheduled: keep the newest version for the requeue, and log the
-            # change so the failed attempt can be retried because of it.
-            current = flight.latest or _pod_info_of(flight.entity)
-            flight.latest = PodInfo.of(new)
-            for event in pod_update_events(old, new, current.requests, flight.latest.requests):
-                self._in_flight.log(self._cycle, event, old, new, target=key)
-            return 0
-        if entity is None:
-            self.add(new)
-            return 0
-        if not isinstance(entity, QueuedPodInfo):
-            raise TypeError(f"{entity.kind} {entity.key} is not a pod")
-        info = PodInfo.of(new)
-        events = pod_update_events(old, new, entity.pod_info.requests, info.requests)
-        entity.replace_pod(info)
-        self._nominator.update(old, info)
-        if key in self._queues.active:
-            self._queues.active.push(entity)  # re-sorted: priority may have changed
-        elif key in self._queues.backoff:
-            self._queues.backoff.add(entity)
-        elif key in self._queues.gated:
-            if events:
-                self._queues.recheck_gated(entity, POD_UPDATE_LABEL)
-        else:
-            errors_before = self.hint_errors
-            strategy = self._strategy_over(entity, events, old, new)
-            if strategy is not Strategy.SKIP:
-                self._queues.unschedulable.remove(key)
-                self._queues.requeue(entity, strategy, POD_UPDATE_LABEL)
-            return self.hint_errors - errors_before
-        return 0
+        return self._intake.update(old, new)
 
     def delete(self, pod: Pod) -> None:
-        key = pod.key
-        self._nominator.delete(key)
-        self._queues.remove(key)
-        if (flight := self._in_flight.get(key)) is not None:
-            flight.deleted = True
+        self._intake.delete(pod)
+
+    def group_changed(self, target: GroupRef | str) -> None:
+        """A group object appeared, changed or was deleted: re-run the gang checks of
+        its entities (a deleted group gates them again) and follow policy changes.
+
+        ``target`` is a ``GroupRef`` or an object key (``namespace/name``: every group
+        of that object, e.g. each replica of a Workload). Also call it when the
+        group's placed count changes outside the queue (members bound or deleted).
+        """
+        self._intake.group_changed(target)
 
     # --- the scheduling loop -----------------------------------------------------------
 
@@ -171,6 +200,8 @@ class SchedulingQueue:
         entity.unschedulable_plugins.clear()
         entity.pending_plugins.clear()
         self._in_flight.start(entity, self._cycle)
+        if isinstance(entity, QueuedGroupInfo):
+            self._groups.start_flight(entity)
 
     @property
     def scheduling_cycle(self) -> int:
@@ -182,124 +213,118 @@ class SchedulingQueue:
         """Hand back an entity whose attempt (popped at ``cycle``) failed.
 
         Returns where it went, or None when it is dropped: its pod was deleted
-        meanwhile, or it is already queued.
+        meanwhile, or it is already queued. A group comes back whole.
         """
-        key = entity.key
+        if isinstance(entity, QueuedGroupInfo):
+            return self.requeue_group_remainder(
+                entity,
+                list(entity.members),
+                cycle,
+                unschedulable_plugins=entity.unschedulable_plugins,
+                pending_plugins=entity.pending_plugins,
+            )
+        key = entity.queue_id
         flight = self._in_flight.get(key)
         if flight is not None and flight.entity is not entity:
             return None  # the pod was deleted and re-created while this attempt ran
         logged = self._in_flight.events_for(flight) if flight is not None else None
         self._in_flight.end(key, entity)
-        if flight is not None:
-            if flight.deleted:
-                return None
-            if flight.latest is not None and isinstance(entity, QueuedPodInfo):
-                entity.replace_pod(flight.latest)
-        if key in self:
+        if flight is not None and flight.latest is not None and isinstance(entity, QueuedPodInfo):
+            entity.replace_pod(flight.latest)
+        if (flight is not None and flight.deleted) or self._queues.where(key) is not None:
+            self._groups.forget_if_gone(key)
             return None
         self._queues.backoff.start_backoff(entity)
-        rejectors = entity.rejectors()
-        if not rejectors:
-            # An error, not a rejection: nothing to wait for but the backoff.
-            strategy = Strategy.AFTER_BACKOFF
-        elif logged is not None:
-            # Did anything that happened during the attempt undo the rejection?
-            strategy = Strategy.SKIP
-            for e in logged:
-                found, failed = self._hints.strategy(entity, e.event, e.old, e.new, rejectors)
-                strategy = max(strategy, found)
-                self.hint_errors += failed
-        else:
-            moved = self._move_request_cycle >= cycle
-            strategy = Strategy.AFTER_BACKOFF if moved else Strategy.SKIP
+        strategy = self._retries.after_attempt(entity, cycle, logged)
         return self._queues.requeue(entity, strategy, SCHEDULE_ATTEMPT_FAILURE)
 
+    def requeue_group_remainder(
+        self,
+        entity: QueuedGroupInfo,
+        remaining_member_keys: Iterable[str],
+        cycle: int,
+        *,
+        unschedulable_plugins: Iterable[str],
+        pending_plugins: Iterable[str] = (),
+    ) -> QueueName | None:
+        """End a group attempt (popped at ``cycle``) in which the members
+        ``remaining_member_keys`` were not placed; every other member was (assumed).
+
+        The remainder goes back like a failed pod (backoff or unschedulable pool,
+        hints over the events seen in flight, backoff per group entity), merged with
+        the members that arrived during the attempt. Returns where it went; None
+        when nothing is left (all placed or deleted) or it is already queued.
+        """
+        queue_id = entity.queue_id
+        flight = self._in_flight.get(queue_id)
+        own = flight is not None and flight.entity is entity
+        logged = self._in_flight.events_for(flight) if flight is not None and own else None
+        if own:
+            self._in_flight.end(queue_id, entity)
+        entity.unschedulable_plugins = set(unschedulable_plugins)
+        entity.pending_plugins = set(pending_plugins)
+        remainder, strays, merged = self._groups.take_remainder(entity, remaining_member_keys)
+        for info in strays:
+            self._intake.enqueue(info, POD_UPDATE_LABEL)  # changed groups in flight
+        if remainder is None:
+            return None
+        self._queues.backoff.start_backoff(remainder)
+        strategy = self._retries.after_attempt(remainder, cycle, logged)
+        if merged:
+            # Members that arrived during the attempt have never been tried.
+            strategy = max(strategy, Strategy.AFTER_BACKOFF)
+        return self._groups.place(remainder, strategy, SCHEDULE_ATTEMPT_FAILURE)
+
     def done(self, key: str, entity: QueuedEntity | None = None) -> None:
-        """The attempt on ``key`` is over (bound, or handed back). Idempotent."""
-        self._in_flight.end(key, entity)
+        """The attempt is over with every pod of the entity placed (bound or assumed).
+
+        ``key`` is a pod key or a group key; pass the popped ``entity`` to be exact
+        (a scheduler-plugins PodGroup may share its key with a pod). Idempotent.
+        Members that arrived during a group's attempt are released if the group's
+        quorum now holds (KEP-3370 Permit: assigned + assumed >= minCount).
+        """
+        if entity is None:
+            flight = self._in_flight.get(key) or self._in_flight.get(GROUP_ID_PREFIX + key)
+            if flight is None:
+                return
+            entity = flight.entity
+        self._in_flight.end(entity.queue_id, entity)
+        if isinstance(entity, QueuedGroupInfo):
+            self._groups.finish(entity)
+        else:
+            self._groups.forget_if_gone(entity.key)
 
     def close(self) -> None:
         """Stop: ``pop`` returns None and ``run`` returns."""
         self._queues.active.close()
         self._stopped.set()
 
-    # --- cluster events and queueing hints -----------------------------------------
+    # --- cluster events, activation, flushes ---------------------------------------------
 
     def register_hints(self, plugin_name: str, events: Sequence[ClusterEventWithHint]) -> None:
-        self._hints.register(plugin_name, events)
+        self._retries.hints.register(plugin_name, events)
 
     def on_event(self, event: ClusterEvent, old: object | None, new: object | None) -> int:
         """Move the entities this event may help; returns how many hints raised."""
-        if not self._hints.is_of_interest(event):
-            return 0
-        self._move_request_cycle = self._cycle
-        if event.resource is Resource.WILDCARD:
-            # A wildcard event carrying a pod is meant for that pod only (upstream).
-            target = new.key if isinstance(new, Pod) else None
-            self._move_wildcard(event, old, new, target)
-            return 0
-        self._in_flight.log(self._cycle, event, old, new)
-        plugins = {plugin for plugin, _ in self._hints.matching(event)}
-        rejected = self._queues.unschedulable.rejected_by(plugins)
-        gated = self._queues.gated.rejected_by(plugins)
-        errors = 0
-        for entity in rejected:
-            strategy, failed = self._hints.strategy(entity, event, old, new, entity.rejectors())
-            errors += failed
-            if strategy is not Strategy.SKIP:
-                self._queues.unschedulable.remove(entity.key)
-                self._queues.requeue(entity, strategy, str(event))
-        for entity in gated:
-            gate = {entity.gating_plugin}
-            strategy, failed = self._hints.strategy(entity, event, old, new, gate)
-            errors += failed
-            if strategy is not Strategy.SKIP:
-                self._queues.recheck_gated(entity, str(event))
-        self.hint_errors += errors
-        return errors
+        return self._retries.on_event(event, old, new)
 
     def move_all_to_active_or_backoff(self, event: ClusterEvent = FORCE_ACTIVATE) -> None:
         """Retry every unschedulable entity (after its backoff), whatever its hints."""
-        self._move_request_cycle = self._cycle
-        self._move_wildcard(event, None, None, None)
-
-    def _move_wildcard(
-        self, event: ClusterEvent, old: object | None, new: object | None, target: str | None
-    ) -> None:
-        self._in_flight.log(self._cycle, event, old, new, target)
-        for entity in self._queues.unschedulable.entities():
-            if target is None or target in entity.pod_keys():
-                self._queues.unschedulable.remove(entity.key)
-                self._queues.requeue(entity, Strategy.AFTER_BACKOFF, str(event))
+        self._retries.move_request_cycle = self._cycle
+        self._retries.move_wildcard(event, None, None, None)
 
     def activate(self, keys: Iterable[str]) -> None:
-        """Force entities to the active queue now, skipping backoff (upstream ``Activate``).
+        """Force the entities of these pods to the active queue now, skipping backoff
+        (upstream ``Activate``); a pod in a group activates its group.
 
         A gated entity runs PreEnqueue again; an entity in flight is retried as
         soon as its attempt fails.
         """
-        label = str(FORCE_ACTIVATE)
-        for key in keys:
-            if (entity := self._queues.unschedulable.get(key)) is not None:
-                self._queues.unschedulable.remove(key)
-                self._queues.to_active(entity, label)
-            elif (entity := self._queues.backoff.remove(key)) is not None:
-                self._queues.to_active(entity, label, admit=False)
-            elif (entity := self._queues.gated.get(key)) is not None:
-                self._queues.recheck_gated(entity, label)
-            elif key in self._in_flight:
-                self._in_flight.log(self._cycle, FORCE_ACTIVATE, None, None, target=key)
-                self._move_request_cycle = self._cycle
-
-    # --- periodic flushes ------------------------------------------------------------
+        self._retries.activate(keys)
 
     def flush_backoff_completed(self) -> int:
         """Move entities whose backoff is over to the active queue; returns how many."""
-        completed = self._queues.backoff.pop_completed()
-        for entity in completed:
-            # PreEnqueue ran when the entity entered backoff (upstream SchedulerPopFromBackoffQ).
-            self._queues.to_active(entity, BACKOFF_COMPLETE, admit=False)
-        return len(completed)
+        return self._retries.flush_backoff_completed()
 
     def flush_unschedulable_leftover(self) -> int:
         """Retry entities that waited longer than ``max_in_unschedulable``; returns how many.
@@ -307,17 +332,10 @@ class SchedulingQueue:
         Gated entities that waited as long re-run PreEnqueue, a safety net for a
         gating plugin that missed an event registration.
         """
-        cutoff = self._clock.now() - self._max_in_unschedulable
-        stale = self._queues.unschedulable.entered_before(cutoff)
-        for entity in stale:
-            self._queues.unschedulable.remove(entity.key)
-            self._queues.requeue(entity, Strategy.AFTER_BACKOFF, UNSCHEDULABLE_TIMEOUT)
-        for entity in self._queues.gated.entered_before(cutoff):
-            self._queues.recheck_gated(entity, UNSCHEDULABLE_TIMEOUT)
-        return len(stale)
+        return self._retries.flush_unschedulable_leftover()
 
     async def run(self) -> None:
-        """Run both flushes on the injected clock until ``close``."""
+        """Run both flushes (1 s and 30 s, as upstream) on the injected clock until ``close``."""
         async with asyncio.TaskGroup() as tasks:
             loops = [
                 tasks.create_task(self._every(BACKOFF_FLUSH_PERIOD, self.flush_backoff_completed)),
@@ -341,29 +359,73 @@ class SchedulingQueue:
         return len(self._queues)
 
     def __contains__(self, key: str) -> bool:
-        return self._queues.where(key) is not None
+        """True when the pod ``key`` waits in a sub-queue (alone or in its group)."""
+        return self.where(key) not in (None, "in_flight")
 
     def get(self, key: str) -> QueuedEntity | None:
-        return self._queues.get(key)
+        """The queued entity holding the pod ``key``: the pod's own, or its group's."""
+        if (entity := self._queues.get(key)) is not None:
+            return entity
+        record = self._book.queued_with(key)
+        return record.queued if record is not None else None
 
     def where(self, key: str) -> QueueName | Literal["in_flight"] | None:
-        """Which sub-queue holds ``key`` ("in_flight" while being scheduled)."""
+        """Where the pod ``key`` is: its entity's sub-queue, or "in_flight"."""
         if (queue := self._queues.where(key)) is not None:
             return queue
+        if (record := self._book.queued_with(key)) is not None and record.queued is not None:
+            return self._queues.where(record.queued.queue_id)
+        if self._book.flying_with(key) is not None:
+            return "in_flight"
         flight = self._in_flight.get(key)
         return "in_flight" if flight is not None and not flight.deleted else None
+
+    def get_group(self, key: str) -> QueuedGroupInfo | None:
+        """The queued entity of group ``key`` (not the one in flight)."""
+        record = self._book.record(key)
+        return record.queued if record is not None else None
+
+    def where_group(self, key: str) -> QueueName | Literal["in_flight"] | None:
+        """Where group ``key``'s queued entity is; "in_flight" if it only has one in flight."""
+        record = self._book.record(key)
+        if record is None:
+            return None
+        if record.queued is not None:
+            return self._queues.where(record.queued.queue_id)
+        return "in_flight" if record.flying is not None else None
+
+    def group_first_seen(self, key: str) -> float | None:
+        """Clock time the queue first held a pod of group ``key`` (since it last held
+        none): where ``scheduleTimeoutSeconds`` starts."""
+        record = self._book.record(key)
+        return record.first_seen if record is not None else None
 
     def entities(self, queue: QueueName) -> list[QueuedEntity]:
         """The entities of one sub-queue, in no particular order (debugging, tests)."""
         return self._queues.entities(queue)
 
     def in_flight(self) -> list[QueuedEntity]:
-        """Entities being scheduled (those whose pod was deleted meanwhile excluded)."""
-        return [e for e in self._in_flight.entities() if self.where(e.key) == "in_flight"]
+        """Entities being scheduled (a pod deleted meanwhile excluded)."""
+        return self._in_flight.entities()
 
     def pending_counts(self) -> dict[str, int]:
-        """Sizes per ``scheduler_pending_pods`` queue label."""
-        return self._queues.counts()
+        """Pods per ``scheduler_pending_pods`` queue label (a group counts its members)."""
+        counts: dict[str, int] = {queue: n for queue, n in self._queues.counts().items()}
+        for group in self._book.queued_groups():
+            if (queue := self._queues.where(group.queue_id)) is not None:
+                counts[queue] += len(group.members) - 1
+        return counts
+
+    def entity_counts(self) -> dict[tuple[str, str], int]:
+        """Entities per (queue, type) of ``scheduler_queued_entities``; type "pod" or "podgroup"."""
+        counts: dict[tuple[str, str], int] = {(q, kind): 0 for q in QUEUES for kind in KINDS}
+        for queue, n in self._queues.counts().items():
+            counts[(queue, "pod")] = n
+        for group in self._book.queued_groups():
+            if (where := self._queues.where(group.queue_id)) is not None:
+                counts[(where, "pod")] -= 1
+                counts[(where, "podgroup")] += 1
+        return counts
 
     # --- nominated pods ------------------------------------------------------------
 
@@ -378,36 +440,3 @@ class SchedulingQueue:
 
     def nominated_node(self, key: str) -> str | None:
         return self._nominator.node_of(key)
-
-    # --- helpers -----------------------------------------------------------------------
-
-    def _strategy_over(
-        self,
-        entity: QueuedEntity,
-        events: Iterable[ClusterEvent],
-        old: object | None,
-        new: object | None,
-    ) -> Strategy:
-        strategy = Strategy.SKIP
-        for event in events:
-            found, failed = self._hints.strategy(entity, event, old, new, entity.rejectors())
-            strategy = max(strategy, found)
-            self.hint_errors += failed
-        return strategy
-
-    def _known_pod(self, key: str) -> Pod | None:
-        entity = self._queues.get(key)
-        if entity is None:
-            flight = self._in_flight.get(key)
-            if flight is None or flight.deleted:
-                return None
-            if flight.latest is not None:
-                return flight.latest.pod
-            entity = flight.entity
-        return entity.pods()[0] if isinstance(entity, QueuedPodInfo) else None
-
-
-def _pod_info_of(entity: QueuedEntity) -> PodInfo:
-    if not isinstance(entity, QueuedPodInfo):
-        raise TypeError(f"{entity.kind} {entity.key} is not a pod")
-    return entity.pod_info

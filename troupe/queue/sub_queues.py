@@ -1,10 +1,17 @@
 """The four sub-queues and the moves between them, used by every ``SchedulingQueue`` call.
 
 ``SchedulingQueue`` decides *when* an entity moves (an event, a failure, a flush);
-``SubQueues`` decides *where* it lands, runs PreEnqueue on the way in, and reports
-each arrival to the ``on_incoming`` hook (``scheduler_queue_incoming_pods_total``).
-An entity is in at most one sub-queue; every move first takes it out of the one
-it was in.
+``SubQueues`` decides *where* it lands, runs PreEnqueue on the way in (the
+``gate``: the pods' own PreEnqueue for a pod, the gang checks for a group), and
+reports each arrival to the ``on_incoming`` hook
+(``scheduler_queue_incoming_pods_total``). An entity is in at most one sub-queue;
+every move first takes it out of the one it was in. Entities are indexed by
+``queue_id``.
+
+A pod entity on its way to the active or backoff queue or the unschedulable pool
+is first offered to the ``absorb`` hook: a member of a gang that was held back
+by its own PreEnqueue (or scheduled alone before its group turned gang) joins its
+group entity there instead (``GroupIndex.absorb``).
 """
 
 from __future__ import annotations
@@ -13,7 +20,6 @@ from collections.abc import Callable
 from typing import Literal
 
 from troupe.api.clock import Clock
-from troupe.api.objects import Pod
 from troupe.api.status import Status
 from troupe.queue.active import ActiveQueue
 from troupe.queue.backoff import BackoffQueue
@@ -27,6 +33,12 @@ QueueName = Literal["active", "backoff", "unschedulable", "gated"]
 IncomingHook = Callable[[str, str], None]
 """(queue, event) for each entity entering a sub-queue."""
 
+Gate = Callable[[QueuedEntity], Status]
+"""PreEnqueue for a whole entity: success lets it into the active or backoff queue."""
+
+Absorb = Callable[[QueuedEntity, str], "QueueName | None"]
+"""(entity, event) -> where the entity went instead, or None to place it as asked."""
+
 UNNAMED_GATE = "PreEnqueue"
 """Recorded as the gating plugin when a refusing Status names no plugin."""
 
@@ -36,14 +48,16 @@ class SubQueues:
         self,
         less: LessFunc,
         clock: Clock,
-        pre_enqueue: Callable[[Pod], Status],
+        gate: Gate,
         initial_backoff: float,
         max_backoff: float,
         on_incoming: IncomingHook | None,
+        absorb: Absorb | None = None,
     ) -> None:
         self._clock = clock
-        self._pre_enqueue = pre_enqueue
+        self._gate = gate
         self._on_incoming = on_incoming
+        self._absorb = absorb
         self.active = ActiveQueue(less)
         self.backoff = BackoffQueue(clock, less, initial_backoff, max_backoff)
         self.unschedulable = unschedulable_pool()
@@ -52,26 +66,26 @@ class SubQueues:
     def __len__(self) -> int:
         return len(self.active) + len(self.backoff) + len(self.unschedulable) + len(self.gated)
 
-    def where(self, key: str) -> QueueName | None:
-        if key in self.active:
+    def where(self, queue_id: str) -> QueueName | None:
+        if queue_id in self.active:
             return "active"
-        if key in self.backoff:
+        if queue_id in self.backoff:
             return "backoff"
-        if key in self.unschedulable:
+        if queue_id in self.unschedulable:
             return "unschedulable"
-        if key in self.gated:
+        if queue_id in self.gated:
             return "gated"
         return None
 
-    def get(self, key: str) -> QueuedEntity | None:
+    def get(self, queue_id: str) -> QueuedEntity | None:
         for queue in (self.active, self.backoff, self.unschedulable, self.gated):
-            if (entity := queue.get(key)) is not None:
+            if (entity := queue.get(queue_id)) is not None:
                 return entity
         return None
 
-    def remove(self, key: str) -> QueuedEntity | None:
+    def remove(self, queue_id: str) -> QueuedEntity | None:
         for queue in (self.active, self.backoff, self.unschedulable, self.gated):
-            if (entity := queue.remove(key)) is not None:
+            if (entity := queue.remove(queue_id)) is not None:
                 return entity
         return None
 
@@ -82,7 +96,7 @@ class SubQueues:
             return self.backoff.entities()
         return (self.unschedulable if queue == "unschedulable" else self.gated).entities()
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[QueueName, int]:
         return {
             "active": len(self.active),
             "backoff": len(self.backoff),
@@ -102,6 +116,8 @@ class SubQueues:
         backoff is over go straight to active. ``admit=False`` skips PreEnqueue for
         an entity that has just passed it.
         """
+        if self._absorb is not None and (absorbed := self._absorb(entity, event)) is not None:
+            return absorbed
         if strategy is Strategy.SKIP:
             self.unschedulable.add(entity, self._clock.now())
             self._incoming("unschedulable", event)
@@ -117,6 +133,8 @@ class SubQueues:
         return self.to_active(entity, event, admit=admit)
 
     def to_active(self, entity: QueuedEntity, event: str, *, admit: bool = True) -> QueueName:
+        if self._absorb is not None and (absorbed := self._absorb(entity, event)) is not None:
+            return absorbed
         if admit and not self._admit(entity, event):
             return "gated"
         if entity.initial_attempt_timestamp is None:
@@ -129,35 +147,41 @@ class SubQueues:
 
     def recheck_gated(self, entity: QueuedEntity, event: str) -> QueueName:
         """Run PreEnqueue again for a gated entity; release it if it passes."""
-        self.gated.remove(entity.key)
-        status = self.run_pre_enqueue(entity)
+        self.gated.remove(entity.queue_id)
+        status = self._gate(entity)
         if status.is_success:
-            entity.gating_plugin = ""
+            entity.gating_plugin = entity.gating_message = ""
             return self.requeue(entity, Strategy.AFTER_BACKOFF, event, admit=False)
         # Still gated: re-indexed under the (possibly different) gate; not counted
         # as incoming, since it never left.
-        entity.gating_plugin = status.plugin or UNNAMED_GATE
+        _record_gate(entity, status)
         self.gated.add(entity, self._clock.now())
         return "gated"
 
-    def run_pre_enqueue(self, entity: QueuedEntity) -> Status:
-        for pod in entity.pods():
-            status = self._pre_enqueue(pod)
-            if not status.is_success:
-                return status
-        return Status()
+    def run_gate(self, entity: QueuedEntity) -> Status:
+        return self._gate(entity)
+
+    def to_gated(self, entity: QueuedEntity, status: Status, event: str) -> QueueName:
+        """Put ``entity``, refused by PreEnqueue with ``status``, in the gated pool."""
+        _record_gate(entity, status)
+        self.gated.add(entity, self._clock.now())
+        self._incoming("gated", event)
+        return "gated"
 
     def _admit(self, entity: QueuedEntity, event: str) -> bool:
         """Run PreEnqueue; a refused entity goes to the gated pool."""
-        status = self.run_pre_enqueue(entity)
+        status = self._gate(entity)
         if status.is_success:
-            entity.gating_plugin = ""
+            entity.gating_plugin = entity.gating_message = ""
             return True
-        entity.gating_plugin = status.plugin or UNNAMED_GATE
-        self.gated.add(entity, self._clock.now())
-        self._incoming("gated", event)
+        self.to_gated(entity, status, event)
         return False
 
     def _incoming(self, queue: QueueName, event: str) -> None:
         if self._on_incoming is not None:
             self._on_incoming(queue, event)
+
+
+def _record_gate(entity: QueuedEntity, status: Status) -> None:
+    entity.gating_plugin = status.plugin or UNNAMED_GATE
+    entity.gating_message = status.message

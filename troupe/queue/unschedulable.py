@@ -12,7 +12,8 @@ Two pools share this shape:
   the gating plugin. Upstream keeps them in the unschedulable map flagged gated;
   a separate pool gives ``scheduler_pending_pods{queue="gated"}`` for free.
 
-``SchedulingQueue`` adds and removes entities; each entry remembers when it
+Entries are indexed by ``queue_id``. ``SchedulingQueue`` adds and removes
+entities; each entry remembers when it
 entered, for the leftover flush (``podMaxInUnschedulablePodsDuration``, 5 min).
 The plugin sets of an entity must not change while it sits in a pool: the index
 is built on ``add``.
@@ -39,46 +40,47 @@ class EntityPool:
     def __init__(self, plugins_of: Callable[[QueuedEntity], Iterable[str]]) -> None:
         self._plugins_of = plugins_of
         self._entries: dict[str, _Entry] = {}
-        # plugin name -> keys (dicts as insertion-ordered sets, for a stable visit order)
+        # plugin name -> queue ids (dicts as insertion-ordered sets, for a stable visit order)
         self._by_plugin: dict[str, dict[str, None]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def __contains__(self, key: str) -> bool:
-        return key in self._entries
+    def __contains__(self, queue_id: str) -> bool:
+        return queue_id in self._entries
 
-    def get(self, key: str) -> QueuedEntity | None:
-        entry = self._entries.get(key)
+    def get(self, queue_id: str) -> QueuedEntity | None:
+        entry = self._entries.get(queue_id)
         return entry.entity if entry else None
 
     def entities(self) -> list[QueuedEntity]:
         return [entry.entity for entry in self._entries.values()]
 
-    def entered(self, key: str) -> float | None:
-        entry = self._entries.get(key)
+    def entered(self, queue_id: str) -> float | None:
+        entry = self._entries.get(queue_id)
         return entry.entered if entry else None
 
     def add(self, entity: QueuedEntity, now: float) -> None:
         """Add or replace; a replaced entity keeps its original entry time."""
-        old = self._drop(entity.key)
+        queue_id = entity.queue_id
+        old = self._drop(queue_id)
         entered = old.entered if old is not None else now
         plugins = tuple(sorted(set(self._plugins_of(entity)))) or (_NO_PLUGIN,)
-        self._entries[entity.key] = _Entry(entity, entered, plugins)
+        self._entries[queue_id] = _Entry(entity, entered, plugins)
         for plugin in plugins:
-            self._by_plugin.setdefault(plugin, {})[entity.key] = None
+            self._by_plugin.setdefault(plugin, {})[queue_id] = None
 
-    def remove(self, key: str) -> QueuedEntity | None:
-        entry = self._drop(key)
+    def remove(self, queue_id: str) -> QueuedEntity | None:
+        entry = self._drop(queue_id)
         return entry.entity if entry else None
 
-    def _drop(self, key: str) -> _Entry | None:
-        entry = self._entries.pop(key, None)
+    def _drop(self, queue_id: str) -> _Entry | None:
+        entry = self._entries.pop(queue_id, None)
         if entry is None:
             return None
         for plugin in entry.plugins:
             keys = self._by_plugin[plugin]
-            del keys[key]
+            del keys[queue_id]
             if not keys:
                 del self._by_plugin[plugin]
         return entry
