@@ -13,13 +13,19 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
 
 from troupe.api.clock import Clock, RealClock
 from troupe.api.config import ResolvedConfig
+from troupe.api.gangapi import GroupObject
+from troupe.api.gangs import GangApi
+from troupe.api.objects import PriorityClass
 from troupe.plugins.registry import Registry, default_registry
+from troupe.scheduler.gangs.directory import GangDirectory
+from troupe.scheduler.gangs.status import PodGroupStatusController
 from troupe.scheduler.handlers import ClusterEventHandlers
 from troupe.scheduler.heap import freeze_long_lived, tune_gc
 from troupe.scheduler.kube import (
@@ -28,6 +34,7 @@ from troupe.scheduler.kube import (
     check_reachable,
     connect,
 )
+from troupe.scheduler.kube.gang_informers import add_gang_informers
 from troupe.scheduler.schedule_one import Scheduler
 from troupe.scheduler.tasks import TaskSupervisor
 
@@ -71,6 +78,8 @@ class SchedulerDaemon:
         self.scheduler: Scheduler | None = None
         self.informers: SharedInformers | None = None
         self.client: KubeClient | None = None
+        self.status_controller: PodGroupStatusController | None = None
+        self.gang_apis: set[GangApi] = set()
         self._api: object | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self.server_version = ""
@@ -97,16 +106,54 @@ class SchedulerDaemon:
             scheduler_name=profile.scheduler_name,
             instance=instance_name(),
         )
+        priority_classes = PriorityClassValues()
+        directory = GangDirectory(priority_of=priority_classes.values.get)
+        priority_classes.changed.append(directory.priority_classes_changed)
         self.scheduler = Scheduler(
             self.config,
             self.registry,
             self.client,
             self.clock,
             seed=self.seed if self.seed is not None else int.from_bytes(os.urandom(4), "big"),
+            groups=directory,
         )
-        handlers = ClusterEventHandlers(self.scheduler)
-        self.informers = SharedInformers(api, self.clock, handlers)
-        self.informers.start(self.tasks)
+        informers: SharedInformers | None = None
+        self.status_controller = PodGroupStatusController(
+            self.client.merge_patch,
+            self.clock,
+            supervisor=self.tasks,
+            synced=lambda: informers is not None and informers.has_synced,
+        )
+        handlers = ClusterEventHandlers(self.scheduler, pod_listener=self.status_controller)
+        informers = SharedInformers(
+            api, self.clock, handlers, priority_class_handlers=priority_classes
+        )
+        self.informers = informers
+        status = self.status_controller
+
+        def group_added(gang_api: GangApi, obj: GroupObject) -> None:
+            handlers.on_group_add(gang_api, obj)
+            if gang_api is GangApi.COSCHEDULING:
+                status.on_group_add(obj)  # type: ignore[arg-type]
+
+        def group_updated(gang_api: GangApi, old: GroupObject, new: GroupObject) -> None:
+            handlers.on_group_update(gang_api, old, new)
+            if gang_api is GangApi.COSCHEDULING:
+                status.on_group_update(old, new)  # type: ignore[arg-type]
+
+        def group_deleted(gang_api: GangApi, obj: GroupObject) -> None:
+            handlers.on_group_delete(gang_api, obj)
+            if gang_api is GangApi.COSCHEDULING:
+                status.on_group_delete(obj)  # type: ignore[arg-type]
+
+        self.gang_apis = await add_gang_informers(
+            informers,
+            self.clock,
+            on_add=group_added,
+            on_update=group_updated,
+            on_delete=group_deleted,
+        )
+        informers.start(self.tasks)
         self.tasks.spawn(self.client.run(), name="event series")
         if not await self.informers.wait_for_sync(self.sync_timeout):
             await self.stop()
@@ -122,6 +169,7 @@ class SchedulerDaemon:
             serverVersion=self.server_version,
             nodes=self.scheduler.cache.node_count,
             profiles=[p.scheduler_name for p in self.config.profiles],
+            gangApis=sorted(a.value for a in self.gang_apis),
         )
         self._loop_task = asyncio.get_running_loop().create_task(
             self.scheduler.run(), name="schedule_one loop"
@@ -148,6 +196,8 @@ class SchedulerDaemon:
             await asyncio.gather(self._loop_task, return_exceptions=True)
         if self.informers is not None:
             self.informers.stop()
+        if self.status_controller is not None:
+            await self.status_controller.close()
         await self.tasks.drain(timeout=2.0)
         await self.tasks.cancel_all()
         api = self._api
@@ -155,3 +205,26 @@ class SchedulerDaemon:
         if api is not None:
             await api.close()  # type: ignore[attr-defined]
         log.info("scheduler stopped")
+
+
+class PriorityClassValues:
+    """PriorityClass name -> value, for group priorities (``priorityClassName``)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+        self.changed: list[Callable[[], None]] = []
+
+    def _notify(self) -> None:
+        for callback in self.changed:
+            callback()
+
+    def on_add(self, pc: PriorityClass) -> None:
+        self.values[pc.metadata.name] = pc.value
+        self._notify()
+
+    def on_update(self, old: PriorityClass, new: PriorityClass) -> None:
+        self.on_add(new)
+
+    def on_delete(self, pc: PriorityClass) -> None:
+        self.values.pop(pc.metadata.name, None)
+        self._notify()

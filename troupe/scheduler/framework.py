@@ -165,6 +165,9 @@ class Framework:
         for name, plugin, _ in self.score:
             if not isinstance(plugin, ScorePlugin):
                 raise TypeError(f"plugin {name!r} does not implement score")
+        # Profiles with scheduler-plugins' Coscheduling gang pod by pod (Permit
+        # barrier); all others place a gang in one pod-group cycle.
+        self.pod_by_pod_gangs = "Coscheduling" in plugins
         # Protocol isinstance checks are slow: decide once, not every cycle.
         self._normalizers: dict[str, ScoreExtensions] = {
             name: plugin for name, plugin, _ in self.score if isinstance(plugin, ScoreExtensions)

@@ -10,6 +10,8 @@ capacity, as upstream's informer excludes them.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from troupe.api.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -19,6 +21,8 @@ from troupe.api.events import (
     ClusterEvent,
     Resource,
 )
+from troupe.api.gangapi import GroupObject
+from troupe.api.gangs import GangApi, group_ref_of
 from troupe.api.objects import Node, Pod
 from troupe.scheduler.schedule_one import Scheduler
 
@@ -38,14 +42,32 @@ def node_update_event(old: Node, new: Node) -> ClusterEvent | None:
     return ClusterEvent(Resource.NODE, action, "NodeUpdate")
 
 
+UNSCHEDULED_POD_ADD = ClusterEvent(Resource.POD, Action.ADD, "UnscheduledPodAdd")
+POD_GROUP_ADD = ClusterEvent(Resource.POD_GROUP, Action.ADD, "PodGroupAdd")
+POD_GROUP_UPDATE = ClusterEvent(Resource.POD_GROUP, Action.UPDATE_OTHER, "PodGroupUpdate")
+POD_GROUP_DELETE = ClusterEvent(Resource.POD_GROUP, Action.DELETE, "PodGroupDelete")
+
+
+class PodListener(Protocol):
+    """Something else that follows every pod (the PodGroup status controller)."""
+
+    def on_pod_add(self, pod: Pod) -> None: ...
+    def on_pod_update(self, old: Pod, new: Pod) -> None: ...
+    def on_pod_delete(self, pod: Pod) -> None: ...
+
+
 class ClusterEventHandlers:
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(self, scheduler: Scheduler, pod_listener: PodListener | None = None) -> None:
         self._s = scheduler
+        self._pods = pod_listener
 
     # --- pods --------------------------------------------------------------------
 
     def on_pod_add(self, pod: Pod) -> None:
         s = self._s
+        s.groups.pod_seen(pod)
+        if self._pods is not None:
+            self._pods.on_pod_add(pod)
         if pod.spec.node_name:
             if pod.is_terminal:
                 return
@@ -58,9 +80,16 @@ class ClusterEventHandlers:
             and pod.metadata.deletion_timestamp is None
         ):
             s.queue.add(pod)
+            # A new pod may complete a gang waiting at Permit (Coscheduling).
+            s.queue.on_event(UNSCHEDULED_POD_ADD, None, pod)
 
     def on_pod_update(self, old: Pod, new: Pod) -> None:
         s = self._s
+        if self._pods is not None:
+            self._pods.on_pod_update(old, new)
+        if old.metadata.uid != new.metadata.uid:
+            s.groups.pod_gone(old)
+        s.groups.pod_seen(new)
         if new.spec.node_name:
             if new.is_terminal:
                 self._assigned_pod_gone(new)
@@ -92,6 +121,9 @@ class ClusterEventHandlers:
 
     def on_pod_delete(self, pod: Pod) -> None:
         s = self._s
+        s.groups.pod_gone(pod)
+        if self._pods is not None:
+            self._pods.on_pod_delete(pod)
         waiting = s.waiting.get(pod.key)
         if waiting is not None:
             waiting.reject("", "pod was deleted while waiting on permit")
@@ -106,6 +138,10 @@ class ClusterEventHandlers:
             return
         s.cache.remove_pod(pod)
         s.queue.on_event(ASSIGNED_POD_DELETE, pod, None)
+        ref = group_ref_of(pod)
+        if ref is not None:
+            # Fewer members placed: the gang's quorum check changes.
+            s.queue.group_changed(ref)
 
     # --- nodes -------------------------------------------------------------------
 
@@ -122,3 +158,18 @@ class ClusterEventHandlers:
     def on_node_delete(self, node: Node) -> None:
         self._s.cache.remove_node(node.metadata.name)
         self._s.queue.on_event(NODE_DELETE, node, None)
+
+    # --- pod groups (any of the three gang APIs) ---------------------------------------
+
+    def on_group_add(self, api: GangApi, obj: GroupObject) -> None:
+        self._s.groups.upsert(api, obj)
+        self._s.queue.on_event(POD_GROUP_ADD, None, obj)
+
+    def on_group_update(self, api: GangApi, old: GroupObject, new: GroupObject) -> None:
+        self._s.groups.upsert(api, new)
+        self._s.queue.on_event(POD_GROUP_UPDATE, old, new)
+
+    def on_group_delete(self, api: GangApi, obj: GroupObject) -> None:
+        meta = obj.metadata
+        self._s.groups.remove(api, meta.namespace, meta.name)
+        self._s.queue.on_event(POD_GROUP_DELETE, obj, None)

@@ -28,16 +28,19 @@ from troupe.api.config import ResolvedConfig
 from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
 from troupe.api.events import ASSIGNED_POD_DELETE
 from troupe.api.framework import Diagnosis
+from troupe.api.gangs import GroupRef, group_ref_of
 from troupe.api.nodetable import IndexArray
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
-from troupe.queue.entity import QueuedPodInfo
+from troupe.queue.entity import QueuedGroupInfo, QueuedPodInfo
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cache import Cache
 from troupe.scheduler.failure import FailureReporter
 from troupe.scheduler.framework import Framework, FrameworkHandle, Observer
+from troupe.scheduler.gangs.directory import GangDirectory
+from troupe.scheduler.group_cycle import GroupCycle
 from troupe.scheduler.messages import NO_NODES_AVAILABLE, scheduled_message
 from troupe.scheduler.stats import AttemptStats
 from troupe.scheduler.tasks import TaskSupervisor
@@ -84,11 +87,13 @@ class Scheduler:
         seed: int = 0,
         observer: Observer | None = None,
         stats: AttemptStats | None = None,
+        groups: GangDirectory | None = None,
     ) -> None:
         self.config = config
         self.client = client
         self.clock = clock
-        self.cache = Cache(clock, assumed_ttl=config.assumed_pod_ttl_seconds)
+        self.groups = groups if groups is not None else GangDirectory()
+        self.cache = Cache(clock, assumed_ttl=config.assumed_pod_ttl_seconds, listener=self.groups)
         self.background = TaskSupervisor("background")
         self.bindings = TaskSupervisor("binding", limit=config.binding_concurrency)
         self.waiting = WaitingPods(clock, self.background)
@@ -96,7 +101,7 @@ class Scheduler:
         self.frameworks: dict[str, Framework] = {}
         for profile in config.profiles:
             handle = FrameworkHandle(
-                client, clock, self.cache.table, profile.scheduler_name, self.waiting
+                client, clock, self.cache.table, profile.scheduler_name, self.waiting, self.groups
             )
             kwargs = {"observer": observer} if observer is not None else {}
             self.frameworks[profile.scheduler_name] = Framework.build(
@@ -110,7 +115,11 @@ class Scheduler:
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             max_in_unschedulable=config.pod_max_in_unschedulable_pods_duration,
+            group_of=self._group_of,
+            groups=self.groups,
         )
+        self.groups.on_change(self.queue.group_changed)
+        self.group_cycle = GroupCycle(self)
         for fwk in self.frameworks.values():
             for name, plugin in fwk.plugins.items():
                 events_to_register = getattr(plugin, "events_to_register", None)
@@ -128,6 +137,15 @@ class Scheduler:
         fwk = self.frameworks.get(pod.spec.scheduler_name)
         return fwk.run_pre_enqueue(pod) if fwk is not None else SUCCESS
 
+    def _group_of(self, pod: Pod) -> GroupRef | None:
+        """The gang a pod is queued with; None to queue it on its own — including
+        in profiles that use the Coscheduling plugin, which gangs pod by pod at
+        Permit (scheduler-plugins' algorithm)."""
+        fwk = self.frameworks.get(pod.spec.scheduler_name)
+        if fwk is None or fwk.pod_by_pod_gangs:
+            return None
+        return group_ref_of(pod)
+
     def owns(self, scheduler_name: str) -> bool:
         return scheduler_name in self.frameworks
 
@@ -136,6 +154,9 @@ class Scheduler:
         entity = await self.queue.pop()
         if entity is None:
             return False
+        if isinstance(entity, QueuedGroupInfo):
+            await self._schedule_group(entity)
+            return True
         if not isinstance(entity, QueuedPodInfo):
             log.error("unknown queued entity kind", entity=entity.key)
             self.queue.done(entity.key)
@@ -180,6 +201,15 @@ class Scheduler:
             held=True,
         )
         return True
+
+    async def _schedule_group(self, entity: QueuedGroupInfo) -> None:
+        cycle = self.queue.scheduling_cycle
+        first = next(iter(entity.members.values()), None)
+        fwk = self.frameworks.get(first.pod.spec.scheduler_name) if first else None
+        if fwk is None:
+            self.queue.done(entity.key, entity)
+            return
+        await self.group_cycle.run(fwk, entity, cycle)
 
     def _scheduling_cycle(
         self, fwk: Framework, state: CycleState, info: PodInfo

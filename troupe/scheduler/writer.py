@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, deque
+from typing import Any
 
 import structlog
 
@@ -42,6 +43,8 @@ class BackgroundWriter:
         self._tasks = tasks
         self._workers = workers
         self._statuses: OrderedDict[str, _StatusPatch] = OrderedDict()
+        # Merge patches of other objects (group status), latest per path.
+        self._patches: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._events: deque[Event] = deque()
         self._capacity = event_capacity
         self._wake = asyncio.Event()
@@ -55,6 +58,11 @@ class BackgroundWriter:
         key = pod.key
         self._statuses.pop(key, None)
         self._statuses[key] = (pod, condition, nominated_node_name)
+        self._kick()
+
+    def merge_patch(self, path: str, patch: dict[str, Any]) -> None:
+        self._patches.pop(path, None)
+        self._patches[path] = patch
         self._kick()
 
     def event(self, event: Event) -> None:
@@ -72,14 +80,17 @@ class BackgroundWriter:
 
     @property
     def pending(self) -> int:
-        return len(self._statuses) + len(self._events)
+        return len(self._statuses) + len(self._patches) + len(self._events)
 
     async def _work(self) -> None:
         try:
-            while self._statuses or self._events:
+            while self._statuses or self._patches or self._events:
                 if self._statuses:
                     _, (pod, condition, nominated) = self._statuses.popitem(last=False)
                     await self._write(self._client.patch_pod_status(pod, condition, nominated))
+                elif self._patches:
+                    path, patch = self._patches.popitem(last=False)
+                    await self._write(self._client.merge_patch(path, patch))
                 else:
                     await self._write(self._client.record_event(self._events.popleft()))
         finally:

@@ -39,6 +39,12 @@ class ClusterHandlers(Protocol):
     def on_node_delete(self, node: Node) -> None: ...
 
 
+class PriorityClassHandlers(Protocol):
+    def on_add(self, pc: PriorityClass) -> None: ...
+    def on_update(self, old: PriorityClass, new: PriorityClass) -> None: ...
+    def on_delete(self, pc: PriorityClass) -> None: ...
+
+
 class SharedInformers:
     def __init__(
         self,
@@ -48,6 +54,7 @@ class SharedInformers:
         *,
         config: InformerConfig | None = None,
         rng: random.Random | None = None,
+        priority_class_handlers: PriorityClassHandlers | None = None,
     ) -> None:
         self.transport: Transport = (
             HttpTransport(api_client) if isinstance(api_client, ApiClient) else api_client
@@ -78,11 +85,15 @@ class SharedInformers:
             rng=rng,
             name="pods",
         )
+        pch = priority_class_handlers
         self.priority_classes: Informer[PriorityClass] = Informer(
             self.transport,
             PRIORITY_CLASSES_PATH,
             PriorityClass,
             clock,
+            on_add=pch.on_add if pch else None,
+            on_update=pch.on_update if pch else None,
+            on_delete=pch.on_delete if pch else None,
             config=config,
             rng=rng,
             name="priorityclasses",

@@ -1,0 +1,313 @@
+"""The pod-group cycle: place a whole gang in one cycle, all or nothing.
+
+KEP-4671 Beta "Workload Scheduling Cycle", done in one step: ``GroupCycle.run``
+takes a popped group entity and, on the live NodeTable (one snapshot: the cycle
+does not yield until it has decided),
+
+1. checks the group's ``minResources`` against the cluster's free capacity;
+2. places members largest first (identical members one after another), each with
+   the ordinary pod algorithm, assuming and reserving each placement at once so the
+   next member sees the capacity taken and the gang's own pods for affinity/spread;
+3. counts: members already bound or assumed + placed now >= ``minCount``?
+   - no: every placement of this attempt is unreserved and forgotten in reverse
+     order, nothing was bound and nothing stays held; members that would fit get
+     ``PodScheduled=False/CoschedulingNotMeetMinMember`` (KEP-3370, so autoscalers do
+     not scale up for them), the others ``Unschedulable``; one ``FailedScheduling``
+     event on the group and its pods; the group goes back to the queue;
+   - yes: Permit runs for every placed member, and all of them go to the binding
+     cycle together; members that did not fit go back as the group's remainder.
+
+Binding N pods is not atomic in Kubernetes. troupe never starts binding a gang
+unless its quorum is placed; if a binding then fails for good (the API refuses it)
+and the group falls below quorum, members whose binding has not been posted yet
+are released and the group is retried (docs/gangs.md, "What troupe guarantees").
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import structlog
+
+from troupe.api.client import ApiError, Event, ObjectRef
+from troupe.api.cycle import CycleState
+from troupe.api.events import ASSIGNED_POD_DELETE
+from troupe.api.framework import Diagnosis
+from troupe.api.gangapi import ScheduledOutcome
+from troupe.api.gangs import GangApi, GangPolicy, GroupRef
+from troupe.api.objects import PodCondition
+from troupe.api.podinfo import PodInfo
+from troupe.api.status import Status
+from troupe.queue.entity import QueuedGroupInfo
+from troupe.scheduler.failure import REASON_UNSCHEDULABLE, failure_message
+from troupe.scheduler.framework import Framework
+from troupe.scheduler.gangs.status import (
+    conditions_patch,
+    pod_group_scheduled_condition,
+    status_path,
+)
+
+if TYPE_CHECKING:
+    from troupe.scheduler.schedule_one import Scheduler, ScheduleResult
+
+log = structlog.get_logger("troupe.gang")
+
+REASON_NOT_MEET_MIN_MEMBER = "CoschedulingNotMeetMinMember"
+
+_KINDS = {
+    GangApi.COSCHEDULING: "PodGroup",
+    GangApi.WORKLOAD: "Workload",
+    GangApi.POD_GROUP: "PodGroup",
+}
+
+
+def group_object_ref(ref: GroupRef) -> ObjectRef:
+    return ObjectRef(_KINDS[ref.api], ref.namespace, ref.name, "", ref.api.value)
+
+
+def member_order(members: list[PodInfo]) -> list[PodInfo]:
+    """Largest requests first; identical members adjacent (KEP-4671 signatures)."""
+    return sorted(
+        members,
+        key=lambda p: (
+            -p.requests.get("cpu", 0),
+            -p.requests.get("memory", 0),
+            tuple(sorted(p.requests.items())),
+            p.key,
+        ),
+    )
+
+
+@dataclass(slots=True)
+class Placement:
+    info: PodInfo
+    state: CycleState
+    result: ScheduleResult
+
+
+@dataclass(slots=True)
+class Admission:
+    """A gang admitted to binding; broken if it falls below quorum meanwhile."""
+
+    ref: GroupRef
+    min_count: int
+    broken: str = ""
+    unposted: set[str] = field(default_factory=set)
+
+
+class GroupCycle:
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.s = scheduler
+
+    # --- the cycle -------------------------------------------------------------------
+
+    async def run(self, fwk: Framework, entity: QueuedGroupInfo, cycle: int) -> None:
+        s = self.s
+        start = time.perf_counter()
+        ref = entity.ref
+        policy = s.groups.policy(ref)
+        members = member_order(list(entity.members.values()))
+        if policy is None or not members:
+            # The group object went away meanwhile: back to the gated pool.
+            s.queue.add_unschedulable_if_not_present(entity, cycle)
+            return
+        # Members bound or assumed before this attempt (the cache reports this
+        # attempt's assumptions to the directory too: count before placing).
+        already = s.groups.placed_count(ref.key)
+        placed, failures, shortfall = self._place(fwk, policy, members)
+        quorum = not policy.gang or already + len(placed) >= policy.min_count
+        if shortfall or not quorum:
+            for p in reversed(placed):
+                s.revert(fwk, p.state, p.info, p.result.node)
+            self._report_rejection(fwk, entity, policy, placed, failures, shortfall, already)
+            s.stats.group_attempt("unschedulable", fwk.name, time.perf_counter() - start)
+            s.queue.add_unschedulable_if_not_present(entity, cycle)
+            return
+        # Run "permit" plugins for every placed member; a rejection fails the gang.
+        for p in placed:
+            status = fwk.run_permit(p.state, p.info, p.result.node, s.waiting)
+            if not (status.is_success or status.is_wait):
+                for q in reversed(placed):
+                    s.revert(fwk, q.state, q.info, q.result.node)
+                failures.append((p.info, status, None))
+                self._report_rejection(fwk, entity, policy, [], failures, "", already)
+                s.stats.group_attempt("unschedulable", fwk.name, time.perf_counter() - start)
+                s.queue.add_unschedulable_if_not_present(entity, cycle)
+                return
+        s.stats.group_attempt("scheduled", fwk.name, time.perf_counter() - start)
+        self._group_condition(ref, "Scheduled", f"{len(placed)} pods placed")
+        placed_keys = {p.info.key for p in placed}
+        remainder = [k for k in entity.members if k not in placed_keys]
+        if remainder:
+            plugins = set().union(*(self._plugins(st, d) for _, st, d in failures))
+            s.queue.requeue_group_remainder(entity, remainder, cycle, unschedulable_plugins=plugins)
+            for info, status, diagnosis in failures:
+                self._condition(info, REASON_UNSCHEDULABLE, failure_message(status, diagnosis))
+        else:
+            s.queue.done(entity.key)
+        log.debug(
+            "gang admitted",
+            group=ref.key,
+            placed=len(placed),
+            bound_before=already,
+            minCount=policy.min_count,
+        )
+        admission = Admission(ref, policy.min_count, unposted={p.info.key for p in placed})
+        for p in placed:
+            await s.bindings.acquire()
+            s.bindings.spawn(
+                self._bind_member(fwk, p, start, admission), name=f"bind {p.info.key}", held=True
+            )
+
+    def _place(
+        self, fwk: Framework, policy: GangPolicy, members: list[PodInfo]
+    ) -> tuple[list[Placement], list[tuple[PodInfo, Status, Diagnosis | None]], str]:
+        """Place what fits; returns (placements, failures, minResources shortfall)."""
+        from troupe.scheduler.schedule_one import CycleFailure
+
+        s = self.s
+        shortfall = self._min_resources_shortfall(policy)
+        placed: list[Placement] = []
+        failures: list[tuple[PodInfo, Status, Diagnosis | None]] = []
+        if shortfall:
+            return placed, failures, shortfall
+        for info in members:
+            state = CycleState()
+            result = s.schedule_pod(fwk, state, info)
+            if isinstance(result, CycleFailure):
+                failures.append((info, result.status, result.diagnosis))
+                continue
+            s.cache.assume(info, result.node)
+            # Run "reserve" plugins.
+            status = fwk.run_reserve(state, info, result.node)
+            if not status.is_success:
+                s.revert(fwk, state, info, result.node)
+                failures.append((info, status, None))
+                continue
+            placed.append(Placement(info, state, result))
+        return placed, failures, ""
+
+    def _min_resources_shortfall(self, policy: GangPolicy) -> str:
+        if not policy.min_resources:
+            return ""
+        table = self.s.cache.table
+        present = table.present
+        missing = []
+        for resource, amount in sorted(policy.min_resources.items()):
+            row = table.resource_row(resource)
+            free = int(np.sum((table.allocatable[row] - table.requested[row])[present]))
+            if free < amount:
+                missing.append(resource)
+        return ", ".join(f"Insufficient {r}" for r in missing)
+
+    # --- binding -------------------------------------------------------------------------
+
+    async def _bind_member(
+        self, fwk: Framework, p: Placement, start: float, admission: Admission
+    ) -> None:
+        s = self.s
+        info, node = p.info, p.result.node
+        if admission.broken:
+            s.revert(fwk, p.state, info, node)
+            admission.unposted.discard(info.key)
+            self._condition(info, REASON_UNSCHEDULABLE, admission.broken)
+            s.queue.add(info.pod)
+            return
+        status = await s.bind_steps(fwk, p.state, info, node)
+        admission.unposted.discard(info.key)
+        if status.is_success:
+            s.bound(fwk, p.state, info, p.result, start)
+            return
+        s.revert(fwk, p.state, info, node)
+        s.queue.on_event(ASSIGNED_POD_DELETE, info.pod, None)
+        error = status.error
+        gone = isinstance(error, ApiError) and (error.is_conflict or error.is_not_found)
+        log.warning(
+            "gang member binding failed",
+            pod=info.key,
+            group=admission.ref.key,
+            node=node,
+            error=status.message,
+        )
+        placed = s.groups.placed_count(admission.ref.key)
+        if placed < admission.min_count and not admission.broken:
+            admission.broken = (
+                f"gang {admission.ref.key}: binding {info.key} failed ({status.message}); "
+                f"{placed} of {admission.min_count} required pods remain placed, "
+                "the rest of the gang is released and retried"
+            )
+        if not gone:
+            self._condition(info, "SchedulerError", f"binding failed: {status.message}")
+            s.queue.add(info.pod)
+
+    # --- telling the user ------------------------------------------------------------------
+
+    def _group_condition(self, ref: GroupRef, outcome: ScheduledOutcome, message: str) -> None:
+        """``PodGroupScheduled`` on native (v1alpha2) PodGroups; never True -> False."""
+        if ref.api is not GangApi.POD_GROUP:
+            return
+        obj = self.s.groups.get(ref.api, ref.namespace, ref.name)
+        previous = list(getattr(getattr(obj, "status", None), "conditions", None) or [])
+        conditions = pod_group_scheduled_condition(
+            previous, outcome, message[:1024], self.s.clock.wall()
+        )
+        if conditions != previous:
+            self.s.writer.merge_patch(
+                status_path(ref.api, ref.namespace, ref.name), conditions_patch(conditions)
+            )
+
+    @staticmethod
+    def _plugins(status: Status, diagnosis: Diagnosis | None) -> set[str]:
+        plugins = set(diagnosis.unschedulable_plugins) if diagnosis is not None else set()
+        if status.plugin:
+            plugins.add(status.plugin)
+        return plugins
+
+    def _condition(self, info: PodInfo, reason: str, message: str) -> None:
+        condition = PodCondition(
+            type="PodScheduled", status="False", reason=reason, message=message
+        )
+        self.s.writer.pod_status(info.pod, condition, None)
+
+    def _report_rejection(
+        self,
+        fwk: Framework,
+        entity: QueuedGroupInfo,
+        policy: GangPolicy,
+        placed: list[Placement],
+        failures: list[tuple[PodInfo, Status, Diagnosis | None]],
+        shortfall: str,
+        already: int,
+    ) -> None:
+        s = self.s
+        ref = entity.ref
+        fit = already + len(placed)
+        if shortfall:
+            why = f"the cluster does not have the group's minResources free: {shortfall}"
+        elif failures:
+            info, status, diagnosis = failures[0]
+            why = failure_message(status, diagnosis)
+        else:
+            why = "not enough members"
+        message = f"gang {ref.key}: {fit} of {policy.min_count} required pods fit; {why}"
+        plugins: set[str] = set()
+        for _, status, diagnosis in failures:
+            plugins |= self._plugins(status, diagnosis)
+        entity.unschedulable_plugins = plugins
+        failed = {info.key for info, _, _ in failures}
+        for info in entity.members.values():
+            reason = REASON_UNSCHEDULABLE if info.key in failed else REASON_NOT_MEET_MIN_MEMBER
+            self._condition(info, reason, message)
+            s.writer.event(
+                Event(
+                    ObjectRef.of_pod(info.pod), "Warning", "FailedScheduling", "Scheduling", message
+                )
+            )
+        s.writer.event(
+            Event(group_object_ref(ref), "Warning", "FailedScheduling", "Scheduling", message)
+        )
+        self._group_condition(ref, "Unschedulable", message)
+        log.debug("gang rejected", group=ref.key, message=message, profile=fwk.name)
