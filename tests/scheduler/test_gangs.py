@@ -1,0 +1,176 @@
+"""Gang scheduling in process: the pod-group cycle, all or nothing."""
+
+from __future__ import annotations
+
+import pytest
+from troupe.api.gangs import GangApi
+
+from tests.plugins.builders import make_node
+from tests.scheduler.gangs import coscheduling_group, member, native_group, workload
+from tests.scheduler.harness import Harness
+
+
+def nodes(n: int, cpu: str = "1") -> list:
+    return [
+        make_node().name(f"n{i}").capacity(cpu=cpu, memory="8Gi", pods=110).obj() for i in range(n)
+    ]
+
+
+def bound(h: Harness, group: str) -> list[str]:
+    return sorted(k for k, _ in h.client.bindings if k.split("/")[1].startswith(f"{group}-"))
+
+
+async def test_a_gang_that_fits_is_bound_whole() -> None:
+    h = Harness().nodes(nodes(4))
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("train", 4))
+    h.pods(member("train", i) for i in range(4))
+    await h.settle()
+    assert len(bound(h, "train")) == 4
+    await h.close()
+
+
+async def test_a_gang_of_4_with_3_feasible_nodes_is_rejected_whole() -> None:
+    h = Harness().nodes(nodes(3))
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("train", 4))
+    h.pods(member("train", i) for i in range(4))
+    await h.settle()
+    assert h.client.bindings == []
+    assert h.scheduler.cache.table.requested[0].sum() == 0  # nothing held
+    reasons = sorted(c.reason for c in h.client.conditions.values())
+    assert reasons == ["CoschedulingNotMeetMinMember"] * 3 + ["Unschedulable"]
+    message = next(iter(h.client.conditions.values())).message
+    assert message == (
+        "gang default/train: 3 of 4 required pods fit; 0/3 nodes are available: 3 Insufficient cpu."
+    )
+    group_events = [e for e in h.client.events if e.regarding.kind == "PodGroup"]
+    assert [e.reason for e in group_events] == ["FailedScheduling"]
+    await h.close()
+
+
+async def test_a_gang_waits_until_min_member_pods_exist() -> None:
+    h = Harness().nodes(nodes(4))
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("train", 3))
+    h.pods(member("train", i) for i in range(2))
+    await h.settle()
+    assert h.client.bindings == []
+    assert h.scheduler.queue.pending_counts()["gated"] == 2
+    h.pods([member("train", 2)])
+    await h.settle()
+    assert len(bound(h, "train")) == 3
+    await h.close()
+
+
+async def test_a_gang_waits_for_its_group_object() -> None:
+    h = Harness().nodes(nodes(4))
+    h.pods(member("train", i) for i in range(2))
+    await h.settle()
+    assert h.client.bindings == []
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("train", 2))
+    await h.settle()
+    assert len(bound(h, "train")) == 2
+    await h.close()
+
+
+async def test_members_beyond_quorum_that_do_not_fit_are_the_remainder() -> None:
+    h = Harness().nodes(nodes(5))
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("train", 4))
+    h.pods(member("train", i) for i in range(6))
+    await h.settle()
+    assert len(bound(h, "train")) == 5
+    assert h.scheduler.queue.pending_counts()["unschedulable"] == 1
+    # A node arrives: the remainder is scheduled without a new quorum.
+    h.handlers.on_node_add(make_node().name("late").capacity(cpu="1", pods=110).obj())
+    await h.advance(20)
+    await h.settle()
+    assert len(bound(h, "train")) == 6
+    await h.close()
+
+
+async def test_a_member_arriving_after_quorum_is_scheduled_at_once() -> None:
+    h = Harness().nodes(nodes(4))
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("train", 2))
+    h.pods(member("train", i) for i in range(2))
+    await h.settle()
+    h.pods([member("train", 2)])
+    await h.settle()
+    assert len(bound(h, "train")) == 3
+    await h.close()
+
+
+@pytest.mark.parametrize("first", ["a", "b"], ids=["a submitted first", "b submitted first"])
+async def test_two_gangs_needing_60_percent_each_never_deadlock(first: str) -> None:
+    h = Harness().nodes(nodes(10))
+    order = ["a", "b"] if first == "a" else ["b", "a"]
+    for g in order:
+        h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group(g, 6))
+    for g in order:
+        h.pods(member(g, i) for i in range(6))
+    await h.settle()
+    counts = {g: len(bound(h, g)) for g in "ab"}
+    assert sorted(counts.values()) == [0, 6]
+    winner = "a" if counts["a"] else "b"
+    loser = "b" if winner == "a" else "a"
+    # The winner finishes: its pods go away and the loser is placed whole.
+    for i in range(6):
+        pod = member(winner, i).model_copy(deep=True)
+        pod.spec.node_name = h.client.node_of(f"default/{winner}-{i}") or ""
+        h.handlers.on_pod_delete(pod)
+    await h.advance(20)
+    await h.settle()
+    assert len(bound(h, loser)) == 6
+    await h.close()
+
+
+async def test_five_gangs_with_room_for_two_bind_two_whole_and_nothing_else() -> None:
+    h = Harness().nodes(nodes(10))
+    for g in "abcde":
+        h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group(g, 5))
+        h.pods(member(g, i) for i in range(5))
+    await h.settle()
+    counts = sorted(len(bound(h, g)) for g in "abcde")
+    assert counts == [0, 0, 0, 5, 5]
+    await h.close()
+
+
+async def test_a_bad_group_is_reported_and_blocks_nothing_else() -> None:
+    h = Harness().nodes(nodes(4))
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("bad", 0))
+    h.pods(member("bad", i) for i in range(2))
+    h.pods(
+        [
+            member("solo", 0).model_copy(
+                update={"metadata": member("solo", 0).metadata.model_copy(update={"labels": {}})}
+            )
+        ]
+    )
+    await h.settle()
+    assert bound(h, "solo") == ["default/solo-0"]
+    assert bound(h, "bad") == []
+    await h.close()
+
+
+async def test_a_workload_gang_per_replica_key() -> None:
+    h = Harness().nodes(nodes(4))
+    h.handlers.on_group_add(GangApi.WORKLOAD, workload("job", {"workers": 2}))
+    h.pods(member("job", i, api="workload", replica="r0") for i in range(2))
+    h.pods(member("job", i, api="workload", replica="r1") for i in range(2, 3))
+    await h.settle()
+    assert len(h.client.bindings) == 2  # r1 has only one of its two members
+    await h.close()
+
+
+async def test_a_native_pod_group_gets_pod_group_scheduled() -> None:
+    h = Harness().nodes(nodes(2))
+    h.handlers.on_group_add(GangApi.POD_GROUP, native_group("pg", 2))
+    h.pods(member("pg", i, api="podgroup") for i in range(2))
+    await h.settle()
+    assert len(h.client.bindings) == 2
+    (path, patch) = h.client.patches[-1]
+    assert path.endswith("/podgroups/pg/status")
+    (condition,) = patch["status"]["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "PodGroupScheduled",
+        "True",
+        "Scheduled",
+    )
+    await h.close()
