@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from troupe.api.client import ApiError
 from troupe.api.gangs import GangApi
 
 from tests.plugins.builders import make_node
@@ -173,4 +174,68 @@ async def test_a_native_pod_group_gets_pod_group_scheduled() -> None:
         "True",
         "Scheduled",
     )
+    await h.close()
+
+
+async def test_a_refused_binding_that_breaks_quorum_stops_the_rest_and_retries() -> None:
+    h = Harness().nodes(nodes(4))
+    h.client.bind_errors["default/train-1"] = [ApiError(403, "forbidden by a webhook")]
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("train", 4))
+    h.pods(member("train", i) for i in range(4))
+    await h.settle()
+    # One member was bound before the refusal; the others were not posted, and
+    # wait out the group's backoff.
+    assert bound(h, "train") == ["default/train-0"]
+    released = [k for k, c in h.client.conditions.items() if "released and retried" in c.message]
+    assert sorted(released) == ["default/train-2", "default/train-3"]
+    assert h.client.conditions["default/train-1"].reason == "SchedulerError"
+    assert h.scheduler.cache.assumed_count == 0
+    # The retry places the three others; with the bound one the gang is whole.
+    await h.advance(20)
+    await h.settle()
+    assert len(bound(h, "train")) == 4
+    await h.close()
+
+
+COSCHEDULING_PROFILE = {
+    "profiles": [
+        {
+            "plugins": {
+                "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                "queueSort": {
+                    "enabled": [{"name": "Coscheduling"}],
+                    "disabled": [{"name": "*"}],
+                },
+            },
+            "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}],
+        }
+    ]
+}
+
+
+async def test_the_coscheduling_baseline_with_two_gangs_of_60_percent() -> None:
+    """What scheduler-plugins' algorithm does in the two-gang case: its QueueSort
+    keeps a gang's pods together, so the first gang passes the Permit barrier. The
+    second gang's pods are placed one by one and held at Permit until a member
+    fails Filter; PostFilter then rejects the waiting ones ("optimistic
+    rejection"). No deadlock here, but every retry of the losing gang assumes and
+    throws away four placements, where troupe's pod-group cycle decides in one
+    attempt without holding anything."""
+    h = Harness(COSCHEDULING_PROFILE).nodes(nodes(10))
+    for g in "ab":
+        h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group(g, 6))
+    for g in "ab":
+        h.pods(member(g, i) for i in range(6))
+    await h.settle()
+    counts = {g: len(bound(h, g)) for g in "ab"}
+    assert sorted(counts.values()) == [0, 6]
+    loser = "a" if counts["a"] == 0 else "b"
+    assert h.scheduler.cache.assumed_count == 0 and len(h.scheduler.waiting) == 0
+    messages = [
+        c.message for k, c in h.client.conditions.items() if k.startswith(f"default/{loser}-")
+    ]
+    assert messages.count("optimistic rejection in PostFilter") == 4
+    # Per-pod attempts: the loser cost 6 scheduling cycles; troupe spends one
+    # pod-group cycle on it (see test_two_gangs_needing_60_percent_each_never_deadlock).
+    assert h.scheduler.stats.results["unschedulable"] >= 6
     await h.close()

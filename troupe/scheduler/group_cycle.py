@@ -92,10 +92,18 @@ class Placement:
 class Admission:
     """A gang admitted to binding; broken if it falls below quorum meanwhile."""
 
-    ref: GroupRef
+    entity: QueuedGroupInfo
+    cycle: int
     min_count: int
     broken: str = ""
     unposted: set[str] = field(default_factory=set)
+    # Members whose binding failed or was called off: requeued together, with
+    # backoff, once every member's binding has settled.
+    released: list[str] = field(default_factory=list)
+
+    @property
+    def ref(self) -> GroupRef:
+        return self.entity.ref
 
 
 class GroupCycle:
@@ -155,7 +163,9 @@ class GroupCycle:
             bound_before=already,
             minCount=policy.min_count,
         )
-        admission = Admission(ref, policy.min_count, unposted={p.info.key for p in placed})
+        admission = Admission(
+            entity, cycle, policy.min_count, unposted={p.info.key for p in placed}
+        )
         for p in placed:
             await s.bindings.acquire()
             s.bindings.spawn(
@@ -212,14 +222,13 @@ class GroupCycle:
         info, node = p.info, p.result.node
         if admission.broken:
             s.revert(fwk, p.state, info, node)
-            admission.unposted.discard(info.key)
             self._condition(info, REASON_UNSCHEDULABLE, admission.broken)
-            s.queue.add(info.pod)
+            self._settled(admission, info.key, released=True)
             return
         status = await s.bind_steps(fwk, p.state, info, node)
-        admission.unposted.discard(info.key)
         if status.is_success:
             s.bound(fwk, p.state, info, p.result, start)
+            self._settled(admission, info.key, released=False)
             return
         s.revert(fwk, p.state, info, node)
         s.queue.on_event(ASSIGNED_POD_DELETE, info.pod, None)
@@ -241,7 +250,17 @@ class GroupCycle:
             )
         if not gone:
             self._condition(info, "SchedulerError", f"binding failed: {status.message}")
-            s.queue.add(info.pod)
+        # Bound elsewhere or deleted: the informer reports it; never bind it again.
+        self._settled(admission, info.key, released=not gone)
+
+    def _settled(self, admission: Admission, key: str, *, released: bool) -> None:
+        admission.unposted.discard(key)
+        if released:
+            admission.released.append(key)
+        if not admission.unposted and admission.released:
+            self.s.queue.requeue_group_remainder(
+                admission.entity, admission.released, admission.cycle, unschedulable_plugins=set()
+            )
 
     # --- telling the user ------------------------------------------------------------------
 
