@@ -239,3 +239,22 @@ async def test_the_coscheduling_baseline_with_two_gangs_of_60_percent() -> None:
     # pod-group cycle on it (see test_two_gangs_needing_60_percent_each_never_deadlock).
     assert h.scheduler.stats.results["unschedulable"] >= 6
     await h.close()
+
+
+async def test_a_gang_waiting_past_its_timeout_is_reported_once_per_period() -> None:
+    h = Harness().nodes(nodes(2))
+    h.handlers.on_group_add(
+        GangApi.COSCHEDULING, coscheduling_group("big", 3, scheduleTimeoutSeconds=30)
+    )
+    h.pods(member("big", i) for i in range(3))
+    await h.settle()
+    assert h.scheduler.gang_timeouts.sweep() == []
+    h.clock.advance(31)
+    assert h.scheduler.gang_timeouts.sweep() == ["default/big"]
+    assert h.scheduler.gang_timeouts.sweep() == []  # not again within the period
+    await h.settle()
+    message = h.client.conditions["default/big-0"].message
+    assert message.startswith("gang default/big: not scheduled within its schedule timeout (30s)")
+    group_events = [e.note for e in h.client.events if e.regarding.kind == "PodGroup"]
+    assert any("schedule timeout" in note for note in group_events)
+    await h.close()

@@ -39,6 +39,7 @@ from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cache import Cache
 from troupe.scheduler.failure import FailureReporter
 from troupe.scheduler.framework import Framework, FrameworkHandle, Observer
+from troupe.scheduler.gang_timeout import GangTimeouts
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.group_cycle import GroupCycle
 from troupe.scheduler.messages import NO_NODES_AVAILABLE, scheduled_message
@@ -120,6 +121,7 @@ class Scheduler:
         )
         self.groups.on_change(self.queue.group_changed)
         self.group_cycle = GroupCycle(self)
+        self.gang_timeouts = GangTimeouts(self, config.gang_schedule_timeout_seconds)
         for fwk in self.frameworks.values():
             for name, plugin in fwk.plugins.items():
                 events_to_register = getattr(plugin, "events_to_register", None)
@@ -442,9 +444,14 @@ class Scheduler:
     async def _expire_assumed(self) -> None:
         while not self._stopping:
             await self.clock.sleep(1.0)
-            for key in self.cache.cleanup_expired():
-                self.queue.on_event(ASSIGNED_POD_DELETE, None, None)
-                log.warning("binding never confirmed; capacity released", pod=key)
+            self.housekeeping()
+
+    def housekeeping(self) -> None:
+        """Once a second: expire assumed pods never confirmed, report gang timeouts."""
+        for key in self.cache.cleanup_expired():
+            self.queue.on_event(ASSIGNED_POD_DELETE, None, None)
+            log.warning("binding never confirmed; capacity released", pod=key)
+        self.gang_timeouts.sweep()
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop popping, let in-flight bindings finish for ``grace`` seconds, then
