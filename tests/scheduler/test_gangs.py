@@ -258,3 +258,29 @@ async def test_a_gang_waiting_past_its_timeout_is_reported_once_per_period() -> 
     group_events = [e.note for e in h.client.events if e.regarding.kind == "PodGroup"]
     assert any("schedule timeout" in note for note in group_events)
     await h.close()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_batched_placement_chooses_what_the_pod_cycle_would(seed: int) -> None:
+    """Nodes of distinct sizes (no score ties): a gang placed as a batch lands
+    exactly where member-by-member placement puts it."""
+
+    async def placement(batching: bool) -> list[tuple[str, str]]:
+        cluster = [
+            make_node()
+            .name(f"n{i}")
+            .capacity(cpu=str(2 + i), memory=f"{4 + 3 * i}Gi", pods=110)
+            .obj()
+            for i in range(8)
+        ]
+        h = Harness(seed=seed).nodes(cluster)
+        h.scheduler.group_cycle.batching = batching
+        h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("train", 12))
+        h.pods(member("train", i, cpu="500m") for i in range(12))
+        await h.settle()
+        await h.close()
+        return sorted(h.client.bindings)
+
+    batched, per_pod = await placement(True), await placement(False)
+    assert len(batched) == 12
+    assert batched == per_pod

@@ -108,6 +108,12 @@ class PostFilterResult:
 
 
 class Plugin(Protocol):
+    """Every plugin has a ``name``. A plugin whose Filter and Score for a node
+    depend only on that node and the pod being scheduled (not on other nodes or on
+    where other pods are) also sets the class attribute ``node_local = True``: the
+    pod-group cycle then places runs of identical members as a batch, re-evaluating
+    only the node that just received a pod (KEP-5598 opportunistic batching)."""
+
     @property
     def name(self) -> str: ...
 

@@ -42,6 +42,7 @@ from troupe.api.objects import PodCondition
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Status
 from troupe.queue.entity import QueuedGroupInfo
+from troupe.scheduler.batch import BatchPlacer, runs
 from troupe.scheduler.failure import REASON_UNSCHEDULABLE, failure_message
 from troupe.scheduler.framework import Framework
 from troupe.scheduler.gangs.status import (
@@ -107,8 +108,10 @@ class Admission:
 
 
 class GroupCycle:
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(self, scheduler: Scheduler, batching: bool = True) -> None:
         self.s = scheduler
+        # Place runs of identical members as a batch (troupe.scheduler.batch).
+        self.batching = batching
 
     # --- the cycle -------------------------------------------------------------------
 
@@ -184,21 +187,69 @@ class GroupCycle:
         failures: list[tuple[PodInfo, Status, Diagnosis | None]] = []
         if shortfall:
             return placed, failures, shortfall
-        for info in members:
-            state = CycleState()
-            result = s.schedule_pod(fwk, state, info)
-            if isinstance(result, CycleFailure):
-                failures.append((info, result.status, result.diagnosis))
-                continue
-            s.cache.assume(info, result.node)
-            # Run "reserve" plugins.
-            status = fwk.run_reserve(state, info, result.node)
-            if not status.is_success:
-                s.revert(fwk, state, info, result.node)
-                failures.append((info, status, None))
-                continue
-            placed.append(Placement(info, state, result))
+        # Existing pods' anti-affinity may tell members apart by their labels.
+        with_labels = bool(s.cache.table.affinity_pods)
+        for run in runs(members, with_labels):
+            i = 0
+            batchable = self.batching
+            while i < len(run):
+                if batchable and len(run) - i >= 2:
+                    done, batchable = self._place_batch(fwk, run[i:], placed, failures)
+                    i += done
+                    if i >= len(run):
+                        break
+                info = run[i]
+                i += 1
+                state = CycleState()
+                result = s.schedule_pod(fwk, state, info)
+                if isinstance(result, CycleFailure):
+                    # Identical members fail identically: no need to try the rest.
+                    for same in [info, *run[i:]]:
+                        failures.append((same, result.status, result.diagnosis))
+                    break
+                self._reserve(fwk, Placement(info, state, result), placed, failures)
         return placed, failures, ""
+
+    def _place_batch(
+        self,
+        fwk: Framework,
+        run: list[PodInfo],
+        placed: list[Placement],
+        failures: list[tuple[PodInfo, Status, Diagnosis | None]],
+    ) -> tuple[int, bool]:
+        """Place members of ``run`` as a batch while candidates last: (how many it
+        placed, whether batching applies to this run at all)."""
+        batch = BatchPlacer(self.s, fwk)
+        if not batch.start(run[0]):
+            return 0, False
+        done = 0
+        for info in run:
+            got = batch.place(info)
+            if got is None:
+                break
+            result, state = got
+            done += 1
+            self._reserve(fwk, Placement(info, state, result), placed, failures, assumed=True)
+        return done, True
+
+    def _reserve(
+        self,
+        fwk: Framework,
+        p: Placement,
+        placed: list[Placement],
+        failures: list[tuple[PodInfo, Status, Diagnosis | None]],
+        assumed: bool = False,
+    ) -> None:
+        s = self.s
+        if not assumed:
+            s.cache.assume(p.info, p.result.node)
+        # Run "reserve" plugins.
+        status = fwk.run_reserve(p.state, p.info, p.result.node)
+        if not status.is_success:
+            s.revert(fwk, p.state, p.info, p.result.node)
+            failures.append((p.info, status, None))
+            return
+        placed.append(p)
 
     def _min_resources_shortfall(self, policy: GangPolicy) -> str:
         if not policy.min_resources:

@@ -265,7 +265,7 @@ class Scheduler:
         outcome = fwk.run_filter(state, info, table, candidates)
         if not outcome.status.is_success:
             return CycleFailure(outcome.status)
-        slots, evaluated = self._feasible_slots(fwk, outcome.feasible)
+        slots, evaluated = self.feasible_slots(fwk, outcome.feasible)
         if len(slots) == 0:
             diagnosis = fwk.diagnose(outcome, num_nodes)
             return self._post_filter(fwk, state, info, diagnosis, Status.unschedulable())
@@ -280,12 +280,14 @@ class Scheduler:
             return CycleFailure(status)
         return ScheduleResult(table.names[self._select(slots, scores)], evaluated, len(slots))
 
-    def _feasible_slots(self, fwk: Framework, feasible: np.ndarray) -> tuple[IndexArray, int]:
+    def feasible_slots(self, fwk: Framework, feasible: np.ndarray) -> tuple[IndexArray, int]:
         """The first ``numFeasibleNodesToFind`` feasible slots, starting where the last
         cycle stopped so every node gets its turn (upstream nextStartNodeIndex)."""
         table = self.cache.table
         present = table.slots()
         n = len(present)
+        if n == 0:
+            return present, 0
         percentage = fwk.profile.percentage_of_nodes_to_score
         if percentage is None:
             percentage = self.config.percentage_of_nodes_to_score
@@ -301,12 +303,16 @@ class Scheduler:
         self._next_start_node_index = (start + processed) % n
         return order[hits], processed
 
-    def _select(self, slots: IndexArray, scores: np.ndarray) -> int:
+    def select_index(self, scores: np.ndarray) -> int:
+        """Index of the highest score; ties broken uniformly at random (seeded), as
+        upstream's selectHost."""
         best = np.flatnonzero(scores == scores.max())
         if len(best) == 1:
-            return int(slots[best[0]])
-        # Ties are broken uniformly at random (seeded), as upstream's selectHost.
-        return int(slots[best[self._rng.randrange(len(best))]])
+            return int(best[0])
+        return int(best[self._rng.randrange(len(best))])
+
+    def _select(self, slots: IndexArray, scores: np.ndarray) -> int:
+        return int(slots[self.select_index(scores)])
 
     def _post_filter(
         self,

@@ -196,6 +196,8 @@ SCORE_KEY = StateKey[IntArray]("PreScore" + names.NODE_AFFINITY)
 
 class NodeAffinity:
     name = names.NODE_AFFINITY
+    # Filter and Score of a node depend only on that node and the pod.
+    node_local = True
 
     def __init__(self, args: NodeAffinityArgs | None, handle: Handle) -> None:
         del handle

@@ -26,6 +26,8 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name = names.NODE_NAME
+    # Filter and Score of a node depend only on that node and the pod.
+    node_local = True
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

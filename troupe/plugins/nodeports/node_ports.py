@@ -111,6 +111,8 @@ class _UsedPorts:
 
 class NodePorts:
     name = names.NODE_PORTS
+    # Filter and Score of a node depend only on that node and the pod.
+    node_local = True
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

@@ -31,6 +31,8 @@ SCORE_KEY = StateKey[PodDemand]("PreScore" + names.NODE_RESOURCES_BALANCED_ALLOC
 
 class BalancedAllocation:
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
+    # Filter and Score of a node depend only on that node and the pod.
+    node_local = True
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> None:
         del handle

@@ -84,6 +84,8 @@ SCORE_KEY = StateKey[PodDemand]("PreScore" + names.NODE_RESOURCES_FIT)
 
 class Fit:
     name = names.NODE_RESOURCES_FIT
+    # Filter and Score of a node depend only on that node and the pod.
+    node_local = True
 
     def __init__(self, args: NodeResourcesFitArgs | None, handle: Handle) -> None:
         del handle

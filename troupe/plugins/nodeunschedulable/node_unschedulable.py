@@ -41,6 +41,8 @@ def tolerates_cordon(tolerations: Sequence[Toleration]) -> bool:
 
 class NodeUnschedulable:
     name = names.NODE_UNSCHEDULABLE
+    # Filter and Score of a node depend only on that node and the pod.
+    node_local = True
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

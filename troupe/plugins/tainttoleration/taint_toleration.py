@@ -120,6 +120,8 @@ COUNTS_KEY = StateKey[_Counts]("PreScore" + names.TAINT_TOLERATION)
 
 class TaintToleration:
     name = names.TAINT_TOLERATION
+    # Filter and Score of a node depend only on that node and the pod.
+    node_local = True
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle
