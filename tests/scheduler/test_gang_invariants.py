@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from troupe.api.gangs import GangApi
+from troupe.api.objects import Node
 
 from tests.plugins.builders import make_node
 from tests.scheduler.gangs import coscheduling_group, member
@@ -26,25 +27,35 @@ class Gang:
     size: int
     min_count: int
     cpu: int
+    tolerates: bool = False
+
+
+TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
 
 
 gangs_strategy = st.lists(
-    st.tuples(st.integers(1, 5), st.integers(1, 5), st.integers(1, 2)).map(
-        lambda t: (t[0], min(t[0], t[1]), t[2])
+    st.tuples(st.integers(1, 5), st.integers(1, 5), st.integers(1, 2), st.booleans()).map(
+        lambda t: (t[0], min(t[0], t[1]), t[2], t[3])
     ),
     min_size=1,
     max_size=5,
 )
 
 
-async def run(node_cpus: list[int], gangs: list[Gang], remove: int | None) -> None:
-    h = Harness().nodes(
-        make_node().name(f"n{i}").capacity(cpu=str(c), memory="8Gi", pods=110).obj()
-        for i, c in enumerate(node_cpus)
-    )
+async def run(
+    node_cpus: list[int], gangs: list[Gang], remove: int | None, tainted: list[bool]
+) -> None:
+    def node(i: int, c: int) -> Node:
+        b = make_node().name(f"n{i}").capacity(cpu=str(c), memory="8Gi", pods=110)
+        if tainted[i % len(tainted)]:
+            b = b.taint("dedicated", "gpu", "NoSchedule")
+        return b.obj()
+
+    h = Harness().nodes(node(i, c) for i, c in enumerate(node_cpus))
     for g in gangs:
         h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group(g.name, g.min_count))
-        h.pods(member(g.name, i, cpu=str(g.cpu)) for i in range(g.size))
+        extra = {"tolerations": [TOLERATION]} if g.tolerates else {}
+        h.pods(member(g.name, i, cpu=str(g.cpu), **extra) for i in range(g.size))
     await h.settle()
     check(h, node_cpus, gangs, removed=set())
     removed: set[str] = set()
@@ -56,7 +67,8 @@ async def run(node_cpus: list[int], gangs: list[Gang], remove: int | None) -> No
             if where == name:
                 g, i = key.split("/")[1].rsplit("-", 1)
                 gang = next(x for x in gangs if x.name == g)
-                pod = member(g, int(i), cpu=str(gang.cpu))
+                extra = {"tolerations": [TOLERATION]} if gang.tolerates else {}
+                pod = member(g, int(i), cpu=str(gang.cpu), **extra)
                 pod.spec.node_name = name
                 h.handlers.on_pod_delete(pod)
         h.handlers.on_node_delete(node)
@@ -94,9 +106,13 @@ def check(h: Harness, node_cpus: list[int], gangs: list[Gang], removed: set[str]
     node_cpus=st.lists(st.integers(1, 4), min_size=1, max_size=6),
     gangs=gangs_strategy,
     remove=st.one_of(st.none(), st.integers(0, 10)),
+    tainted=st.lists(st.booleans(), min_size=1, max_size=6),
 )
 def test_no_gang_is_ever_partly_bound(
-    node_cpus: list[int], gangs: list[tuple[int, int, int]], remove: int | None
+    node_cpus: list[int],
+    gangs: list[tuple[int, int, int, bool]],
+    remove: int | None,
+    tainted: list[bool],
 ) -> None:
-    gang_objs = [Gang(f"g{i}", size, mc, cpu) for i, (size, mc, cpu) in enumerate(gangs)]
-    asyncio.run(run(node_cpus, gang_objs, remove))
+    gang_objs = [Gang(f"g{i}", size, mc, cpu, tol) for i, (size, mc, cpu, tol) in enumerate(gangs)]
+    asyncio.run(run(node_cpus, gang_objs, remove, tainted))
