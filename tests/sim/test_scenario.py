@@ -1,23 +1,36 @@
-"""Scenario files: valid ones load, bad ones name the offending field."""
+"""Scenario files: valid ones load, bad ones name the offending field; pods and gang
+steps become the API objects the embedded cluster serves."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from troupe.api.gangs import POD_GROUP_LABEL, GangApi, group_ref_of
+from troupe.api.objects import Pod
 from troupe.sim.scenario import (
     DEFAULT_SCENARIO,
+    GANG_KINDS,
     RUN_SECONDS_ANNOTATION,
+    GangStep,
     ScenarioError,
+    gang_manifests,
     load_scenario,
     pod_manifests,
 )
 
 
-def test_the_default_scenario_is_valid() -> None:
+def test_the_default_scenario_has_plain_pods_and_gangs_of_two_apis_at_least() -> None:
     scenario = load_scenario(DEFAULT_SCENARIO)
-    assert scenario.nodes[0].count == 12
-    assert any(s.add_nodes is not None for s in scenario.steps)
+    gangs = [s.gang for s in scenario.steps if s.gang is not None]
+    assert any(s.pods is not None for s in scenario.steps)
+    assert len({g.api for g in gangs}) >= 2
+    gpus = sum(n.count * n.gpus for n in scenario.nodes)
+    # One gang can never fit, and two that fit only one after the other.
+    assert any(g.size * g.gpus > gpus for g in gangs)
+    big = [g for g in gangs if gpus / 2 < g.size * g.gpus <= gpus]
+    assert len(big) == 2 and big[0].run_seconds is not None
 
 
 def test_a_yaml_file_loads_with_camel_case_keys(tmp_path: Path) -> None:
@@ -43,6 +56,56 @@ def test_a_yaml_file_loads_with_camel_case_keys(tmp_path: Path) -> None:
             {"steps": [{"pods": {"name": "a", "cuont": 1}}]},
             "steps[0].pods.cuont",
             id="a misspelt pod field",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 2, "minMembr": 1}}]},
+            "steps[0].gang.minMembr: Extra inputs are not permitted",
+            id="a misspelt gang field",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a"}}]},
+            "steps[0].gang.size: Field required",
+            id="a gang without a size",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 0}}]},
+            "steps[0].gang.size",
+            id="an empty gang",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 2, "minMember": 0}}]},
+            "steps[0].gang.minMember",
+            id="a gang with minMember 0",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 2, "api": "volcano"}}]},
+            "steps[0].gang.api: Input should be 'coscheduling', 'workload' or 'podgroup'",
+            id="an unknown gang api",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 2, "api": "podgroup", "minResources": {}}}]},
+            "steps[0].gang: minResources: only the scheduler-plugins PodGroup",
+            id="minResources on an api that has none",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 2}, "pods": {"name": "b"}}]},
+            "steps[0]: a step needs exactly one of pods, gang, addNodes, removeNodes",
+            id="a step with a gang and pods",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 2}}, {"gang": {"name": "a", "size": 3}}]},
+            "steps[1].gang.name: 'a' is already used by steps[0].gang.name",
+            id="two gangs of one name",
+        ),
+        pytest.param(
+            {"steps": [{"pods": {"name": "a"}}, {"gang": {"name": "a", "size": 3}}]},
+            "steps[1].gang.name: 'a' is already used by steps[0].pods.name",
+            id="a gang named like a pods step",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 3}}, {"pods": {"name": "a"}}]},
+            "steps[1].pods.name: 'a' is already used by steps[0].gang.name",
+            id="a pods step named like a gang",
         ),
     ],
 )
@@ -73,3 +136,118 @@ def test_pod_manifests_carry_requests_scheduler_and_run_time() -> None:
         "nvidia.com/gpu": "1",
     }
     assert pods[0]["metadata"]["annotations"] == {RUN_SECONDS_ANNOTATION: "3"}
+
+
+def test_two_pods_steps_of_one_name_and_gangs_of_one_name_in_two_namespaces_load() -> None:
+    scenario = load_scenario(
+        {
+            "steps": [
+                {"pods": {"name": "a"}},
+                {"pods": {"name": "a"}},
+                {"gang": {"name": "g", "size": 2}},
+                {"gang": {"name": "g", "size": 2, "namespace": "other"}},
+            ]
+        }
+    )
+    assert len(scenario.steps) == 4
+
+
+def test_a_gang_step_in_yaml_takes_camel_case_keys_and_defaults() -> None:
+    scenario = load_scenario(
+        "steps:\n  - at: 1\n    gang: {name: t, size: 4, runSeconds: 2, "
+        "minResources: {cpu: 8, nvidia.com/gpu: '2'}}\n"
+    )
+    gang = scenario.steps[0].gang
+    assert gang is not None
+    assert (gang.api, gang.min_member, gang.quorum, gang.run_seconds) == (
+        "coscheduling",
+        None,
+        4,
+        2,
+    )
+    assert gang.min_resources == {"cpu": 8, "nvidia.com/gpu": "2"}
+
+
+def _member_of(pod: dict[str, Any]) -> tuple[GangApi, str] | None:
+    ref = group_ref_of(Pod.model_validate(pod))
+    return None if ref is None else (ref.api, ref.name)
+
+
+@pytest.mark.parametrize(
+    ("api", "expected_api", "quorum_path"),
+    [
+        pytest.param(
+            "coscheduling",
+            GangApi.COSCHEDULING,
+            ("spec", "minMember"),
+            id="a coscheduling gang is a scheduler-plugins PodGroup and labelled pods",
+        ),
+        pytest.param(
+            "workload",
+            GangApi.WORKLOAD,
+            ("spec", "podGroups", 0, "policy", "gang", "minCount"),
+            id="a workload gang is a Workload with one gang pod group and workloadRef pods",
+        ),
+        pytest.param(
+            "podgroup",
+            GangApi.POD_GROUP,
+            ("spec", "schedulingPolicy", "gang", "minCount"),
+            id="a podgroup gang is a v1alpha2 PodGroup and schedulingGroup pods",
+        ),
+    ],
+)
+def test_gang_manifests_make_the_group_object_and_members_of_each_api(
+    api: str, expected_api: GangApi, quorum_path: tuple[str | int, ...]
+) -> None:
+    step = GangStep.model_validate(
+        {"name": "train", "size": 3, "minMember": 2, "api": api, "cpu": "2", "runSeconds": 1}
+    )
+    made = gang_manifests(step)
+    assert made.kind == GANG_KINDS[api]
+    assert made.group["apiVersion"] == expected_api.value
+    assert made.group["metadata"] == {"name": "train", "namespace": "default"}
+    value: Any = made.group
+    for part in quorum_path:
+        value = value[part]
+    assert value == 2
+    assert [p["metadata"]["name"] for p in made.pods] == ["train-0", "train-1", "train-2"]
+    assert all(_member_of(p) == (expected_api, "train") for p in made.pods)
+    assert all(p["metadata"]["labels"]["app"] == "train" for p in made.pods)
+    assert made.pods[0]["metadata"]["annotations"] == {RUN_SECONDS_ANNOTATION: "1"}
+    assert made.pods[0]["spec"]["schedulerName"] == "troupe-scheduler"
+
+
+@pytest.mark.parametrize(
+    ("fields", "group_spec", "pod_priority"),
+    [
+        pytest.param(
+            {"api": "coscheduling", "minResources": {"cpu": 16}},
+            {"minMember": 4, "minResources": {"cpu": "16"}},
+            "",
+            id="minResources is written as quantity strings",
+        ),
+        pytest.param(
+            {"api": "podgroup", "priorityClassName": "high"},
+            {"schedulingPolicy": {"gang": {"minCount": 4}}, "priorityClassName": "high"},
+            "high",
+            id="a podgroup carries the priority class, as its pods do",
+        ),
+        pytest.param(
+            {"api": "coscheduling", "priorityClassName": "high"},
+            {"minMember": 4},
+            "high",
+            id="a coscheduling PodGroup has no priority: only its pods do",
+        ),
+    ],
+)
+def test_gang_manifests_optional_fields(
+    fields: dict[str, Any], group_spec: dict[str, Any], pod_priority: str
+) -> None:
+    made = gang_manifests(GangStep.model_validate({"name": "g", "size": 4, **fields}))
+    assert made.group["spec"] == group_spec
+    assert made.pods[0]["spec"].get("priorityClassName", "") == pod_priority
+
+
+def test_coscheduling_members_carry_the_pod_group_label() -> None:
+    made = gang_manifests(GangStep(name="g", size=1))
+    assert made.pods[0]["metadata"]["labels"] == {"app": "g", POD_GROUP_LABEL: "g"}

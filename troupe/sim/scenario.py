@@ -8,6 +8,8 @@ A scenario is YAML (format in ``docs/scenarios.md``)::
     steps:
       - at: 0
         pods: {name: web, count: 40, cpu: 500m, memory: 512Mi, runSeconds: 5}
+      - at: 1
+        gang: {name: train, size: 8, api: podgroup, cpu: "2", gpus: 1, runSeconds: 3}
       - at: 2
         pods: {name: huge, count: 1, cpu: "64"}
       - at: 4
@@ -15,21 +17,36 @@ A scenario is YAML (format in ``docs/scenarios.md``)::
     timeoutSeconds: 60
 
 ``load_scenario`` validates it (unknown keys rejected, with the path of the bad
-field); ``pod_manifests`` turns a pods step into pod objects. The runner in
-``troupe.cli.sim`` plays the steps against the embedded cluster.
+field); ``pod_manifests`` turns a pods step into pod objects and ``gang_manifests``
+a gang step into its group object and member pods. ``troupe.sim.runner`` plays the
+steps against the embedded cluster (``troupe sim``, the sim integration tests).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from troupe.api.gangs import POD_GROUP_LABEL
+
 SCHEDULER_NAME = "troupe-scheduler"
 RUN_SECONDS_ANNOTATION = "troupe.dev/run-seconds"
+
+GangApiName = Literal["coscheduling", "workload", "podgroup"]
+
+# Store kind of each gang API's group object (docs/gangs.md "Grouping pods").
+GANG_KINDS: Final[dict[str, str]] = {
+    "coscheduling": "podgroups.scheduling.x-k8s.io",
+    "workload": "workloads.v1alpha1.scheduling.k8s.io",
+    "podgroup": "podgroups.scheduling.k8s.io",
+}
+# The one gang pod group a scenario's Workload declares (pods name it in workloadRef).
+WORKLOAD_POD_GROUP: Final = "workers"
 
 
 class ScenarioError(ValueError):
@@ -74,6 +91,37 @@ class PodsStep(_Model):
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class GangStep(_Model):
+    """A group object of one gang API and its ``size`` member pods."""
+
+    name: str
+    size: int = Field(ge=1)
+    # Absent: every member is required. Above ``size`` is allowed on purpose: the
+    # gang then waits for members that never come, as upstream's would.
+    min_member: int | None = Field(default=None, ge=1)
+    api: GangApiName = "coscheduling"
+    namespace: str = "default"
+    cpu: str = "100m"
+    memory: str = "128Mi"
+    gpus: int = Field(default=0, ge=0)
+    run_seconds: float | None = Field(default=None, gt=0)
+    priority_class_name: str = ""
+    min_resources: dict[str, str | int] | None = None
+
+    @model_validator(mode="after")
+    def _min_resources_needs_coscheduling(self) -> GangStep:
+        if self.min_resources is not None and self.api != "coscheduling":
+            raise ValueError(
+                f"minResources: only the scheduler-plugins PodGroup (api: coscheduling) "
+                f"has it, not api: {self.api}"
+            )
+        return self
+
+    @property
+    def quorum(self) -> int:
+        return self.size if self.min_member is None else self.min_member
+
+
 class RemoveNodesStep(_Model):
     names: list[str] = Field(default_factory=list)
     count: int = Field(default=0, ge=0)
@@ -82,14 +130,15 @@ class RemoveNodesStep(_Model):
 class Step(_Model):
     at: float = Field(default=0.0, ge=0)
     pods: PodsStep | None = None
+    gang: GangStep | None = None
     add_nodes: NodeGroup | None = None
     remove_nodes: RemoveNodesStep | None = None
 
     @model_validator(mode="after")
     def _one_action(self) -> Step:
-        actions = [a for a in (self.pods, self.add_nodes, self.remove_nodes) if a is not None]
-        if len(actions) != 1:
-            raise ValueError("a step needs exactly one of pods, addNodes, removeNodes")
+        actions = (self.pods, self.gang, self.add_nodes, self.remove_nodes)
+        if sum(a is not None for a in actions) != 1:
+            raise ValueError("a step needs exactly one of pods, gang, addNodes, removeNodes")
         return self
 
 
@@ -102,6 +151,22 @@ class Scenario(_Model):
     timeout_seconds: float = Field(default=60.0, gt=0)
     # Consider the run settled when nothing changed for this long after the last step.
     settle_seconds: float = Field(default=3.0, gt=0)
+
+    @model_validator(mode="after")
+    def _unique_pod_names(self) -> Scenario:
+        # A gang's pods are <name>-0..size-1 and its group object is <name>: a second
+        # gang, or a pods step, of the same name in the namespace would collide.
+        owner: dict[tuple[str, str], str] = {}
+        for i, step in enumerate(self.steps):
+            action = step.gang or step.pods
+            if action is None:
+                continue
+            where = f"steps[{i}].{'gang' if step.gang else 'pods'}.name"
+            key = (action.namespace, action.name)
+            first = owner.setdefault(key, where)
+            if first != where and (step.gang is not None or first.endswith("gang.name")):
+                raise ValueError(f"{where}: {action.name!r} is already used by {first}")
+        return self
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
@@ -129,69 +194,149 @@ def load_scenario(source: str | Path | dict[str, Any], origin: str = "scenario")
     try:
         return Scenario.model_validate(source)
     except ValidationError as exc:
-        problems = [f"{origin}: {_path(e['loc'])}: {e['msg']}" for e in exc.errors()]
+        problems = []
+        for e in exc.errors():
+            # Our own checks raise ValueError, which pydantic prefixes.
+            message = e["msg"].removeprefix("Value error, ")
+            where = _path(e["loc"])
+            problems.append(f"{origin}: {where}: {message}" if where else f"{origin}: {message}")
         raise ScenarioError("\n".join(problems)) from None
 
 
-def pod_manifests(step: PodsStep, first_index: int = 0) -> list[dict[str, Any]]:
-    """The pods a step creates, as API objects (names ``<name>-<i>``)."""
+def _pod(
+    name: str,
+    namespace: str,
+    labels: dict[str, str],
+    step: PodsStep | GangStep,
+    spec_fields: dict[str, Any],
+) -> dict[str, Any]:
     requests: dict[str, str] = {"cpu": step.cpu, "memory": step.memory}
     if step.gpus:
         requests["nvidia.com/gpu"] = str(step.gpus)
     annotations = {}
     if step.run_seconds is not None:
         annotations[RUN_SECONDS_ANNOTATION] = f"{step.run_seconds:g}"
-    pods = []
-    for i in range(first_index, first_index + step.count):
-        spec: dict[str, Any] = {
-            "schedulerName": step.scheduler_name,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": requests, "limits": dict(requests)},
-                }
-            ],
-        }
-        if step.priority_class_name:
-            spec["priorityClassName"] = step.priority_class_name
-        if step.node_selector:
-            spec["nodeSelector"] = step.node_selector
-        if step.tolerations:
-            spec["tolerations"] = step.tolerations
-        pods.append(
+    spec: dict[str, Any] = {
+        "schedulerName": SCHEDULER_NAME,
+        "containers": [
             {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": f"{step.name}-{i}",
-                    "namespace": step.namespace,
-                    "labels": {"app": step.name, **step.labels},
-                    "annotations": annotations,
-                },
-                "spec": spec,
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": requests, "limits": dict(requests)},
             }
-        )
-    return pods
+        ],
+    }
+    if step.priority_class_name:
+        spec["priorityClassName"] = step.priority_class_name
+    spec.update(spec_fields)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": annotations,
+        },
+        "spec": spec,
+    }
 
+
+def pod_manifests(step: PodsStep, first_index: int = 0) -> list[dict[str, Any]]:
+    """The pods a step creates, as API objects (names ``<name>-<i>``)."""
+    extra: dict[str, Any] = {"schedulerName": step.scheduler_name}
+    if step.node_selector:
+        extra["nodeSelector"] = step.node_selector
+    if step.tolerations:
+        extra["tolerations"] = step.tolerations
+    return [
+        _pod(f"{step.name}-{i}", step.namespace, {"app": step.name, **step.labels}, step, extra)
+        for i in range(first_index, first_index + step.count)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class GangManifests:
+    """What a gang step creates: the group object (store kind ``kind``), then its pods."""
+
+    kind: str
+    group: dict[str, Any]
+    pods: list[dict[str, Any]]
+
+
+def gang_manifests(step: GangStep) -> GangManifests:
+    """The group object of ``step.api`` and the ``size`` member pods naming it."""
+    meta = {"name": step.name, "namespace": step.namespace}
+    gang = {"minCount": step.quorum}
+    labels = {"app": step.name}
+    membership: dict[str, Any] = {}
+    if step.api == "coscheduling":
+        spec: dict[str, Any] = {"minMember": step.quorum}
+        if step.min_resources:
+            spec["minResources"] = {k: str(v) for k, v in step.min_resources.items()}
+        group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "spec": spec}
+        labels[POD_GROUP_LABEL] = step.name
+    elif step.api == "workload":
+        group = {
+            "apiVersion": "scheduling.k8s.io/v1alpha1",
+            "kind": "Workload",
+            "spec": {"podGroups": [{"name": WORKLOAD_POD_GROUP, "policy": {"gang": gang}}]},
+        }
+        membership["workloadRef"] = {"name": step.name, "podGroup": WORKLOAD_POD_GROUP}
+    else:
+        spec = {"schedulingPolicy": {"gang": gang}}
+        if step.priority_class_name:
+            # KEP-5832: the group's own priority orders it in the queue.
+            spec["priorityClassName"] = step.priority_class_name
+        group = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "spec": spec}
+        membership["schedulingGroup"] = {"podGroupName": step.name}
+    pods = [
+        _pod(f"{step.name}-{i}", step.namespace, dict(labels), step, membership)
+        for i in range(step.size)
+    ]
+    return GangManifests(GANG_KINDS[step.api], {**group, "metadata": meta}, pods)
+
+
+_GPU_WORKER: Final = {"cpu": "1", "memory": "4Gi", "gpus": 2}
 
 DEFAULT_SCENARIO: dict[str, Any] = {
     "name": "default",
     "description": (
-        "Plain pods arriving over time on 12 nodes in 3 zones; some run to completion, "
-        "one pod is too large for any node, one needs a node that only arrives later."
+        "Plain pods arriving over time on 10 CPU nodes and 4 GPU nodes (32 GPUs), one "
+        "too large for any node; two small gangs that fit; 'pretrain' holds 24 GPUs for "
+        "2 s while 'finetune', which needs all 32, waits holding nothing and is then "
+        "placed whole; 'giant' asks for 40 GPUs and never fits."
     ),
-    "nodes": [{"count": 12, "cpu": "8", "memory": "32Gi"}],
+    "nodes": [
+        {"count": 10, "cpu": "8", "memory": "32Gi"},
+        {"count": 4, "cpu": "16", "memory": "64Gi", "gpus": 8, "namePrefix": "gpu"},
+    ],
     "steps": [
-        {"at": 0, "pods": {"name": "web", "count": 60, "cpu": "500m", "memory": "512Mi"}},
+        {"at": 0, "pods": {"name": "web", "count": 40, "cpu": "500m", "memory": "512Mi"}},
+        {
+            "at": 0,
+            "pods": {"name": "batch", "count": 30, "cpu": "1", "memory": "1Gi", "runSeconds": 1},
+        },
+        {"at": 0.2, "gang": {"name": "etl", "size": 6, "cpu": "1", "runSeconds": 1}},
+        {"at": 0.2, "gang": {"name": "eval", "size": 4, "api": "workload", "cpu": "2"}},
+        {"at": 0.5, "pods": {"name": "huge", "count": 1, "cpu": "64", "memory": "8Gi"}},
         {
             "at": 0.5,
-            "pods": {"name": "batch", "count": 40, "cpu": "1", "memory": "1Gi", "runSeconds": 2},
+            "gang": {
+                "name": "pretrain",
+                "size": 12,
+                "api": "podgroup",
+                "runSeconds": 2,
+                **_GPU_WORKER,
+            },
         },
-        {"at": 1, "pods": {"name": "huge", "count": 1, "cpu": "64", "memory": "8Gi"}},
-        {"at": 1, "pods": {"name": "gpu-job", "count": 2, "cpu": "2", "gpus": 1}},
-        {"at": 3, "addNodes": {"count": 2, "cpu": "16", "gpus": 4, "namePrefix": "gpu"}},
-        {"at": 3.5, "pods": {"name": "api", "count": 30, "cpu": "250m", "memory": "256Mi"}},
+        # Submitted while pretrain runs. Not at once: a retry triggered by pretrain's
+        # first finished pod would fail and double finetune's backoff (1 s -> 2 s, as
+        # upstream's podInitialBackoffSeconds); submitted here, its first backoff ends
+        # after all of pretrain has finished.
+        {"at": 2, "gang": {"name": "finetune", "size": 16, "api": "podgroup", **_GPU_WORKER}},
+        {"at": 2.1, "gang": {"name": "giant", "size": 20, **_GPU_WORKER}},
+        {"at": 3.2, "pods": {"name": "api", "count": 20, "cpu": "250m", "memory": "256Mi"}},
     ],
     "timeoutSeconds": 30,
     "settleSeconds": 2,
