@@ -1,11 +1,12 @@
-"""Entry point: ``python -m bench basic --nodes 5000 --existing-pods 1000 --pods 10000``."""
+"""Entry point: ``python -m bench basic --nodes 5000 --existing-pods 1000 --pods 10000``,
+``python -m bench e2e ...``, ``python -m bench gang [--shapes all|GxS,...]``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from bench import basic, e2e
+from bench import basic, e2e, gang
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,11 +14,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="name", required=True)
     basic.add_arguments(sub.add_parser("basic", help="SchedulingBasic in process"))
     e2e.add_arguments(sub.add_parser("e2e", help="SchedulingBasic over HTTP vs bind-only"))
+    gang.add_arguments(sub.add_parser("gang", help="gang shapes: troupe vs Coscheduling"))
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
     if args.name == "e2e":
         return e2e.run(args)
+    if args.name == "gang":
+        return gang.run(args)
     return 2
 
 

@@ -5,6 +5,12 @@ N nodes (4 CPU, 32Gi, 110 pods), E pods already bound round-robin and P unbound 
 for ``troupe-scheduler`` (100m / 500Mi, the scheduler_perf pod template), writes a
 kubeconfig, prints ``READY`` and serves until stdin closes. A separate process so
 the API server and the scheduler each get a core, as in a real control plane.
+
+``--gangs G --gang-size S`` adds G scheduler-plugins PodGroups
+(``scheduling.x-k8s.io/v1alpha1``, ``minMember`` S, the CRD installed first) named
+``gang-0000``..., each with S member pods labelled
+``scheduling.x-k8s.io/pod-group`` (``--gang-memory``, 100m each). ``bench.e2e``
+starts the plain form (its own launcher); ``bench.gang`` uses ``ServerProcess``.
 """
 
 from __future__ import annotations
@@ -12,9 +18,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
+from troupe.api.gangs import POD_GROUP_LABEL
 from troupe.sim.apiserver.server import ApiServer
+from troupe.sim.crds import POD_GROUP_CRD
+
+NAMESPACE = "bench"
 
 
 def node(i: int) -> dict[str, Any]:
@@ -35,25 +46,46 @@ def node(i: int) -> dict[str, Any]:
     }
 
 
-def pod(name: str, node_name: str = "") -> dict[str, Any]:
+def pod(
+    name: str, node_name: str = "", *, memory: str = "500Mi", labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulerName": "troupe-scheduler",
         "containers": [
             {
                 "name": "c",
                 "image": "pause",
-                "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
+                "resources": {"requests": {"cpu": "100m", "memory": memory}},
             }
         ],
     }
     if node_name:
         spec["nodeName"] = node_name
+    metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE}
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def gang_name(g: int) -> str:
+    # Zero-padded so that name order is creation order (both QueueSorts break
+    # creation-time ties by key).
+    return f"gang-{g:04d}"
+
+
+def pod_group(name: str, min_member: int) -> dict[str, Any]:
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "bench"},
-        "spec": spec,
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"minMember": min_member},
     }
+
+
+def gang_members(name: str, size: int, memory: str) -> list[dict[str, Any]]:
+    return [
+        pod(f"{name}-{i:04d}", memory=memory, labels={POD_GROUP_LABEL: name}) for i in range(size)
+    ]
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -61,14 +93,21 @@ async def serve(args: argparse.Namespace) -> None:
     await server.start()
     store = server.store
     store.create(
-        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}
+        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     )
+    if args.gangs:
+        store.create("customresourcedefinitions.apiextensions.k8s.io", POD_GROUP_CRD)
     for i in range(args.nodes):
         store.create("nodes", node(i), copy=False)
     for i in range(args.existing_pods):
         store.create("pods", pod(f"existing-{i}", f"node-{i % args.nodes}"), copy=False)
     for i in range(args.pods):
         store.create("pods", pod(f"pod-{i}"), copy=False)
+    for g in range(args.gangs):
+        name = gang_name(g)
+        store.create("podgroups.scheduling.x-k8s.io", pod_group(name, args.gang_size), copy=False)
+        for member in gang_members(name, args.gang_size, args.gang_memory):
+            store.create("pods", member, copy=False)
     server.write_kubeconfig(args.kubeconfig)
     print("READY", flush=True)
     loop = asyncio.get_running_loop()
@@ -76,11 +115,53 @@ async def serve(args: argparse.Namespace) -> None:
     await server.stop()
 
 
+class ServerProcess:
+    """Runs ``python -m bench.server <argv> --kubeconfig <path>`` until the context
+    exits (closing its stdin stops it)."""
+
+    def __init__(self, argv: list[str], kubeconfig: Path, start_timeout: float = 300.0) -> None:
+        self.argv, self.kubeconfig, self.start_timeout = argv, kubeconfig, start_timeout
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> ServerProcess:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.server",
+            *self.argv,
+            "--kubeconfig",
+            str(self.kubeconfig),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert self.proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(self.proc.stdout.readline(), self.start_timeout)
+        except TimeoutError:
+            line = b""
+        if line.strip() != b"READY":
+            await self.__aexit__()
+            raise RuntimeError(f"bench server did not start: {line!r}")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            self.proc.stdin.close()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--nodes", type=int, required=True)
-    p.add_argument("--existing-pods", type=int, required=True)
-    p.add_argument("--pods", type=int, required=True)
+    p.add_argument("--existing-pods", type=int, default=0)
+    p.add_argument("--pods", type=int, default=0)
+    p.add_argument("--gangs", type=int, default=0, help="scheduler-plugins PodGroups to create")
+    p.add_argument("--gang-size", type=int, default=0, help="members (and minMember) per gang")
+    p.add_argument("--gang-memory", default="128Mi", help="memory request of a gang member")
     p.add_argument("--kubeconfig", required=True)
     import uvloop
 
