@@ -284,3 +284,14 @@ async def test_batched_placement_chooses_what_the_pod_cycle_would(seed: int) -> 
     batched, per_pod = await placement(True), await placement(False)
     assert len(batched) == 12
     assert batched == per_pod
+
+
+async def test_coscheduling_gangs_larger_than_the_binding_concurrency_are_bound() -> None:
+    """Pods waiting at the Permit barrier must not hold binding slots, or a gang
+    larger than bindingConcurrency would never reach its quorum."""
+    h = Harness({**COSCHEDULING_PROFILE, "bindingConcurrency": 4}).nodes(nodes(10))
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("wide", 10))
+    h.pods(member("wide", i) for i in range(10))
+    await h.settle()
+    assert len(bound(h, "wide")) == 10
+    await h.close()

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Coroutine
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +47,7 @@ from troupe.scheduler.group_cycle import GroupCycle
 from troupe.scheduler.messages import NO_NODES_AVAILABLE, scheduled_message
 from troupe.scheduler.stats import AttemptStats
 from troupe.scheduler.tasks import TaskSupervisor
-from troupe.scheduler.waiting_pods import WaitingPods
+from troupe.scheduler.waiting_pods import WaitingPod, WaitingPods
 from troupe.scheduler.writer import BackgroundWriter
 
 log = structlog.get_logger("troupe.scheduler")
@@ -196,13 +198,40 @@ class Scheduler:
         self.queue.done(info.key)
         self.stats.cycle(time.perf_counter() - start)
         # Hand the pod to the binding cycle.
+        binding = self._binding_cycle(fwk, state, entity, outcome, start, cycle)
+        waiting = self.waiting.get(info.key)
+        if waiting is not None:
+            # Waiting at Permit must not hold a binding slot: a gang larger than
+            # bindingConcurrency would otherwise never reach its quorum.
+            node = outcome.node
+            self.background.spawn(
+                self._wait_for_permit(
+                    waiting, binding, lambda: self.revert(fwk, state, info, node)
+                ),
+                name=f"permit {info.key}",
+            )
+            return True
         await self.bindings.acquire()
-        self.bindings.spawn(
-            self._binding_cycle(fwk, state, entity, outcome, start, cycle),
-            name=f"bind {info.key}",
-            held=True,
-        )
+        self.bindings.spawn(binding, name=f"bind {info.key}", held=True)
         return True
+
+    async def _wait_for_permit(
+        self,
+        waiting: WaitingPod,
+        binding: Coroutine[Any, Any, None],
+        revert: Callable[[], None],
+    ) -> None:
+        """Hold the binding cycle until Permit decides, then give it a slot; the
+        binding cycle reads the decision itself (WaitOnPermit)."""
+        try:
+            await waiting.wait()
+            await self.bindings.acquire()
+        except BaseException:
+            binding.close()
+            self.waiting.remove(waiting.pod.key)
+            revert()
+            raise
+        self.bindings.spawn(binding, name=f"bind {waiting.pod.key}", held=True)
 
     async def _schedule_group(self, entity: QueuedGroupInfo) -> None:
         cycle = self.queue.scheduling_cycle
@@ -363,6 +392,7 @@ class Scheduler:
         try:
             waiting = self.waiting.get(info.key)
             if waiting is not None:
+                # WaitOnPermit (already decided when this cycle waited for a slot).
                 status = await waiting.wait()
                 self.waiting.remove(info.key)
             if status.is_success:
