@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from troupe.api.client import ApiError
 from troupe.api.gangs import GangApi
@@ -292,6 +294,7 @@ async def test_coscheduling_gangs_larger_than_the_binding_concurrency_are_bound(
     h = Harness({**COSCHEDULING_PROFILE, "bindingConcurrency": 4}).nodes(nodes(10))
     h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("wide", 10))
     h.pods(member("wide", i) for i in range(10))
-    await h.settle()
+    # A deadlock would block the loop on a binding slot forever.
+    await asyncio.wait_for(h.settle(), timeout=20)
     assert len(bound(h, "wide")) == 10
     await h.close()
