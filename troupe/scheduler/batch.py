@@ -35,7 +35,16 @@ Signature = tuple[object, ...]
 
 
 def signature(info: PodInfo, with_labels: bool) -> Signature:
-    """What must be equal for two pods to be placed alike."""
+    """What must be equal for two pods to be placed alike (cached on the PodInfo:
+    a pod's spec never changes under it)."""
+    cache_key = "troupe.signature.labels" if with_labels else "troupe.signature"
+    cached = info.extra.get(cache_key)
+    if cached is None:
+        cached = info.extra[cache_key] = _signature(info, with_labels)
+    return cached  # type: ignore[return-value]
+
+
+def _signature(info: PodInfo, with_labels: bool) -> Signature:
     spec = info.pod.spec
 
     def dump(value: object) -> str:
