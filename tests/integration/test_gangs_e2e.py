@@ -61,7 +61,7 @@ async def test_a_gang_that_fits_is_bound_whole_and_one_that_does_not_holds_nothi
         cluster.store.create(kind, obj)
         for i in range(size):
             cluster.store.create("pods", gang_member(api, name, i, "2"))
-    await eventually(lambda: len(bindings.node) >= 4, timeout=15, what="the fitting gang bound")
+    await eventually(lambda: len(bindings.node) >= 4, timeout=30, what="the fitting gang bound")
 
     def conditions(name: str) -> list[dict[str, Any]]:
         return cluster.store.get("pods", name, "default")["status"].get("conditions", [])
@@ -72,7 +72,7 @@ async def test_a_gang_that_fits_is_bound_whole_and_one_that_does_not_holds_nothi
             for i in range(6)
             for c in conditions(f"toobig-{i}")
         ),
-        timeout=15,
+        timeout=30,
         what="CoschedulingNotMeetMinMember on the gang that does not fit",
     )
     assert sorted(bindings.node) == [f"default/fits-{i}" for i in range(4)]
@@ -100,7 +100,7 @@ async def test_a_native_pod_group_reports_pod_group_scheduled(
                 return c
         return None
 
-    await eventually(lambda: scheduled() is not None, timeout=15, what="PodGroupScheduled")
+    await eventually(lambda: scheduled() is not None, timeout=30, what="PodGroupScheduled")
     condition = scheduled()
     assert condition is not None and (condition["status"], condition["reason"]) == (
         "True",
@@ -121,7 +121,7 @@ async def test_a_scheduler_plugins_pod_group_status_follows_its_pods(
 
     await eventually(
         lambda: status().get("phase") == "Running",
-        timeout=20,
+        timeout=30,
         what=lambda: f"phase Running, status {status()}",
     )
     assert status().get("running") == 3
