@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.events import QueueingHint
-from troupe.api.nodetable import IntArray
 from troupe.api.objects import Node, Pod, TaintEffect
+from troupe.api.scoring import default_normalize_score
 from troupe.api.selectors import find_untolerated_taint
 from troupe.api.status import Code
-from troupe.plugins.nodeaffinity.node_affinity import default_normalize as affinity_normalize
 from troupe.plugins.tainttoleration import TaintToleration
 from troupe.plugins.tainttoleration.taint_toleration import (
-    default_normalize,
     node_became_tolerated,
     tolerations_of_this_pod_changed,
 )
@@ -255,23 +251,14 @@ def test_events_are_node_add_or_taint_update_and_toleration_update() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    "normalize",
-    [
-        pytest.param(default_normalize, id="TaintToleration"),
-        pytest.param(affinity_normalize, id="NodeAffinity"),
-    ],
-)
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.one_of(st.integers(0, 50), st.integers(0, 10**6)), min_size=1, max_size=20),
     st.booleans(),
 )
-def test_normalize_matches_upstream_default_normalize(
-    normalize: Callable[[IntArray, bool], None], raw: list[int], reverse: bool
-) -> None:
+def test_normalize_matches_upstream_default_normalize(raw: list[int], reverse: bool) -> None:
     scores = np.array(raw, dtype=np.int64)
-    normalize(scores, reverse)
+    default_normalize_score(scores, reverse)
     highest = max(raw)
     for got, value in zip(scores.tolist(), raw, strict=True):
         if highest == 0:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import structlog

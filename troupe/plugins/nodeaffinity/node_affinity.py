@@ -30,7 +30,6 @@ from troupe.api.events import (
     Resource,
 )
 from troupe.api.framework import (
-    MAX_NODE_SCORE,
     FilterResult,
     Handle,
     PreFilterResult,
@@ -39,6 +38,7 @@ from troupe.api.framework import (
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Node, NodeSelector, NodeSelectorTerm, Pod
 from troupe.api.podinfo import PodInfo
+from troupe.api.scoring import default_normalize_score
 from troupe.api.selectors import (
     NODE_NAME_FIELD,
     node_selector_matches,
@@ -276,7 +276,7 @@ class NodeAffinity:
         return column[slots]
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
-        default_normalize(scores, reverse=False)
+        default_normalize_score(scores, reverse=False)
 
     def _score_column(self, spec: _PodSpec, table: NodeTable) -> IntArray:
         """Sum of matching preferred-term weights per slot (upstream
@@ -350,26 +350,3 @@ def _explain(result: _Feasible) -> tuple[Rejection, ...]:
         Rejection(ERR_REASON_ENFORCED, ~result.enforced, unresolvable),
         Rejection(ERR_REASON_POD, rejected & result.enforced, unresolvable),
     )
-
-
-_LOOKUP_LIMIT = 4096
-
-
-def default_normalize(scores: IntArray, reverse: bool) -> None:
-    """Upstream ``helper.DefaultNormalizeScore``: scale to [0, 100] by the maximum
-    (integer division), optionally reversed; all zeros stay 0 (or become 100)."""
-    if len(scores) == 0:
-        return
-    highest = int(scores.max())
-    if highest == 0:
-        if reverse:
-            scores[:] = MAX_NODE_SCORE
-        return
-    if highest <= _LOOKUP_LIMIT and int(scores.min()) >= 0:
-        # Scores here are small counts or weight sums: map them through a table of
-        # the scaled values instead of dividing every score.
-        lookup = MAX_NODE_SCORE * np.arange(highest + 1, dtype=np.int64) // highest
-        scaled = lookup[scores]
-    else:
-        scaled = MAX_NODE_SCORE * scores // highest
-    scores[:] = MAX_NODE_SCORE - scaled if reverse else scaled

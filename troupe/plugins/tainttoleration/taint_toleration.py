@@ -34,7 +34,6 @@ from troupe.api.events import (
     Resource,
 )
 from troupe.api.framework import (
-    MAX_NODE_SCORE,
     FilterResult,
     Handle,
     PreFilterResult,
@@ -43,6 +42,7 @@ from troupe.api.framework import (
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Node, Pod, Taint, Toleration
 from troupe.api.podinfo import PodInfo
+from troupe.api.scoring import default_normalize_score
 from troupe.api.selectors import find_untolerated_taint, format_taint, tolerates
 from troupe.api.status import SKIP, SUCCESS, Code, Status
 from troupe.plugins import names
@@ -202,7 +202,7 @@ class TaintToleration:
         return counts.per_slot[slots]
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
-        default_normalize(scores, reverse=True)
+        default_normalize_score(scores, reverse=True)
 
     def _counts(self, pod: PodInfo, table: NodeTable) -> _Counts:
         cache = self._cache
@@ -262,26 +262,3 @@ def tolerations_of_this_pod_changed(
     if isinstance(new, Pod) and new.metadata.uid == pod.metadata.uid:
         return QueueingHint.QUEUE
     return QueueingHint.SKIP
-
-
-_LOOKUP_LIMIT = 4096
-
-
-def default_normalize(scores: IntArray, reverse: bool) -> None:
-    """Upstream ``helper.DefaultNormalizeScore``: scale to [0, 100] by the maximum
-    (integer division), optionally reversed; all zeros stay 0 (or become 100)."""
-    if len(scores) == 0:
-        return
-    highest = int(scores.max())
-    if highest == 0:
-        if reverse:
-            scores[:] = MAX_NODE_SCORE
-        return
-    if highest <= _LOOKUP_LIMIT and int(scores.min()) >= 0:
-        # Scores here are small counts or weight sums: map them through a table of
-        # the scaled values instead of dividing every score.
-        lookup = MAX_NODE_SCORE * np.arange(highest + 1, dtype=np.int64) // highest
-        scaled = lookup[scores]
-    else:
-        scaled = MAX_NODE_SCORE * scores // highest
-    scores[:] = MAX_NODE_SCORE - scaled if reverse else scaled
