@@ -23,6 +23,7 @@ from troupe.scheduler.heap import freeze_long_lived, tune_gc
 from troupe.scheduler.logs import configure_logging
 from troupe.scheduler.schedule_one import Scheduler
 
+from bench import server
 from bench.inprocess import EchoClient
 
 
@@ -34,40 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def make_node(i: int) -> Node:
-    return Node.model_validate(
-        {
-            "metadata": {
-                "name": f"node-{i}",
-                "labels": {
-                    "kubernetes.io/hostname": f"node-{i}",
-                    "topology.kubernetes.io/zone": f"zone-{i % 3}",
-                },
-            },
-            "status": {
-                "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-            },
-        }
-    )
+    return Node.model_validate(server.node(i))
 
 
 def make_pod(name: str, node: str = "") -> Pod:
-    return Pod.model_validate(
-        {
-            "metadata": {"name": name, "namespace": "bench", "uid": name},
-            "spec": {
-                "schedulerName": "troupe-scheduler",
-                "nodeName": node,
-                "containers": [
-                    {
-                        "name": "c",
-                        "image": "pause",
-                        "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
-                    }
-                ],
-            },
-        }
-    )
+    obj = server.pod(name, node)
+    obj["metadata"]["uid"] = name
+    return Pod.model_validate(obj)
 
 
 async def _run(args: argparse.Namespace) -> dict[str, float]:

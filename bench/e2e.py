@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +28,8 @@ from troupe.scheduler.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.kube import KubeClient, connect
 from troupe.scheduler.logs import configure_logging
 
+from bench.server import ServerProcess
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=int, default=5000)
@@ -39,41 +40,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qps", type=float, default=100_000.0, help="client write limit, both runs")
 
 
-class ServerProcess:
-    def __init__(self, args: argparse.Namespace, kubeconfig: Path) -> None:
-        self.args, self.kubeconfig = args, kubeconfig
-        self.proc: asyncio.subprocess.Process | None = None
-
-    async def __aenter__(self) -> ServerProcess:
-        a = self.args
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.server",
-            "--nodes",
-            str(a.nodes),
-            "--existing-pods",
-            str(a.existing_pods),
-            "--pods",
-            str(a.pods),
-            "--kubeconfig",
-            str(self.kubeconfig),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
-        assert self.proc.stdout is not None
-        line = await asyncio.wait_for(self.proc.stdout.readline(), 300)
-        if line.strip() != b"READY":
-            raise RuntimeError(f"bench server did not start: {line!r}")
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.proc is not None and self.proc.stdin is not None:
-            self.proc.stdin.close()
-            try:
-                await asyncio.wait_for(self.proc.wait(), 10)
-            except TimeoutError:
-                self.proc.kill()
+def server_argv(args: argparse.Namespace) -> list[str]:
+    return [
+        "--nodes",
+        str(args.nodes),
+        "--existing-pods",
+        str(args.existing_pods),
+        "--pods",
+        str(args.pods),
+    ]
 
 
 async def troupe_run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, float]:
@@ -137,7 +112,7 @@ async def bind_only(args: argparse.Namespace, kubeconfig: Path) -> float:
 async def _main(args: argparse.Namespace) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
-        async with ServerProcess(args, kubeconfig):
+        async with ServerProcess(server_argv(args), kubeconfig):
             if args.profile:
                 import cProfile
                 import pstats
@@ -149,7 +124,7 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
                 pstats.Stats(prof).sort_stats("tottime").print_stats(40)
             else:
                 troupe = await troupe_run(args, kubeconfig)
-        async with ServerProcess(args, kubeconfig):
+        async with ServerProcess(server_argv(args), kubeconfig):
             limit = await bind_only(args, kubeconfig)
     return {
         "pods": args.pods,
