@@ -5,7 +5,8 @@ start the scheduler against it over HTTP (the production client path), play the
 default scenario with a progress bar, print a summary and exit 0.
 ``--scenario FILE`` plays a YAML scenario (docs/scenarios.md).
 ``--serve`` keeps the cluster and the scheduler running until SIGTERM/SIGINT, with a
-kubeconfig written for kubectl.
+kubeconfig written for kubectl; ``--metrics-port M`` serves the scheduler's
+``/metrics``, ``/healthz``, ``/livez`` and ``/readyz`` on 127.0.0.1:M meanwhile.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from troupe.api.config import (
 from troupe.cli.render import ProgressBar, render_summary
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.daemon import Connection, SchedulerDaemon
+from troupe.scheduler.health import HealthServer
 from troupe.scheduler.logs import configure_logging
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
@@ -40,6 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--serve", action="store_true", help="keep running until SIGTERM")
     p.add_argument("--port", type=int, default=0, help="API server port (--serve)")
     p.add_argument("--kubeconfig-out", default=None, help="write a kubeconfig here (--serve)")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve /metrics and the health probes on 127.0.0.1:PORT (--serve)",
+    )
     p.add_argument("--nodes", type=int, default=None, help="simulated nodes (--serve: 10)")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -110,7 +118,24 @@ async def _serve(args: argparse.Namespace, config: ResolvedConfig) -> int:
             out = Path(args.kubeconfig_out) if args.kubeconfig_out else Path(tmp) / "kubeconfig"
             cluster.write_kubeconfig(out)
             daemon = SchedulerDaemon(config, Connection(kubeconfig=str(out)))
-            await daemon.start()
+            health: HealthServer | None = None
+            if args.metrics_port is not None:
+                health = HealthServer(
+                    "127.0.0.1",
+                    args.metrics_port,
+                    daemon.metrics_registry,
+                    live=lambda: daemon.healthy,
+                    ready=lambda: daemon.ready,
+                )
+                # Up before the caches sync, so /readyz can be watched turning ready.
+                port = await health.start()
+                print(f"troupe sim: metrics on http://127.0.0.1:{port}/metrics", file=sys.stderr)
+            try:
+                await daemon.start()
+            except BaseException:
+                if health is not None:
+                    await health.stop()
+                raise
             print(
                 f"troupe sim: serving {cluster.url} with {count} nodes; kubeconfig {out}",
                 file=sys.stderr,
@@ -121,6 +146,8 @@ async def _serve(args: argparse.Namespace, config: ResolvedConfig) -> int:
             await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
             stopper.cancel()
             await daemon.stop(grace=5)
+            if health is not None:
+                await health.stop()
             failed = waiter.done() and not waiter.cancelled() and waiter.exception() is not None
     print("troupe sim: stopped", file=sys.stderr)
     return 1 if failed else 0

@@ -6,6 +6,10 @@ owns every task it starts (informers, the scheduling loop, the event flusher) an
 stops in order on ``stop()``: stop popping, let in-flight bindings finish within
 the grace period (cancelled ones unreserve and forget), stop the watches, close
 the connection pool.
+
+Each daemon has its own Prometheus registry (``metrics_registry``: the scheduler's
+metrics plus the process collectors); ``troupe run`` and ``troupe sim --serve`` serve
+it, with ``healthy`` and ``ready``, through ``troupe.scheduler.health``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from troupe.api.clock import Clock, RealClock
 from troupe.api.config import ResolvedConfig
@@ -35,6 +40,8 @@ from troupe.scheduler.kube import (
     connect,
 )
 from troupe.scheduler.kube.gang_informers import add_gang_informers
+from troupe.scheduler.kube.transport import observe_requests
+from troupe.scheduler.metrics import SchedulerMetrics
 from troupe.scheduler.schedule_one import Scheduler
 from troupe.scheduler.tasks import TaskSupervisor
 
@@ -83,6 +90,12 @@ class SchedulerDaemon:
         self._api: object | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self.server_version = ""
+        self.metrics = SchedulerMetrics.for_process()
+
+    @property
+    def metrics_registry(self) -> CollectorRegistry:
+        """What ``/metrics`` serves for this scheduler."""
+        return self.metrics.registry
 
     async def start(self) -> None:
         tune_gc()
@@ -91,6 +104,7 @@ class SchedulerDaemon:
             c.kubeconfig, c.master, c.in_cluster, pool_size=max(8, self.config.binding_concurrency)
         )
         self._api = api
+        observe_requests(api, self.metrics.rest_request)
         try:
             self.server_version = await check_reachable(api)
         except BaseException:
@@ -116,6 +130,7 @@ class SchedulerDaemon:
             self.clock,
             seed=self.seed if self.seed is not None else int.from_bytes(os.urandom(4), "big"),
             groups=directory,
+            metrics=self.metrics,
         )
         informers: SharedInformers | None = None
         self.status_controller = PodGroupStatusController(

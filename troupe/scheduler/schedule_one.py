@@ -40,11 +40,17 @@ from troupe.queue.entity import QueuedGroupInfo, QueuedPodInfo
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cache import Cache
 from troupe.scheduler.failure import FailureReporter
-from troupe.scheduler.framework import Framework, FrameworkHandle, Observer
+from troupe.scheduler.framework import (
+    RECORD_PLUGIN_METRICS,
+    Framework,
+    FrameworkHandle,
+    Observer,
+)
 from troupe.scheduler.gang_timeout import GangTimeouts
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.group_cycle import GroupCycle
 from troupe.scheduler.messages import NO_NODES_AVAILABLE, scheduled_message
+from troupe.scheduler.metrics import PLUGIN_METRICS_SAMPLE_PERCENT, SchedulerMetrics
 from troupe.scheduler.stats import AttemptStats
 from troupe.scheduler.tasks import TaskSupervisor
 from troupe.scheduler.waiting_pods import WaitingPod, WaitingPods
@@ -91,6 +97,7 @@ class Scheduler:
         observer: Observer | None = None,
         stats: AttemptStats | None = None,
         groups: GangDirectory | None = None,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -101,12 +108,20 @@ class Scheduler:
         self.bindings = TaskSupervisor("binding", limit=config.binding_concurrency)
         self.waiting = WaitingPods(clock, self.background)
         self.stats = stats if stats is not None else AttemptStats()
+        self.metrics = metrics
+        if metrics is not None:
+            self.stats.hooks.append(metrics.attempt)
+            self.stats.group_hooks.append(metrics.group_attempt)
+            self.stats.bound_hooks.append(metrics.pod_bound)
         self.frameworks: dict[str, Framework] = {}
         for profile in config.profiles:
             handle = FrameworkHandle(
                 client, clock, self.cache.table, profile.scheduler_name, self.waiting, self.groups
             )
-            kwargs = {"observer": observer} if observer is not None else {}
+            fwk_observer = observer
+            if fwk_observer is None and metrics is not None:
+                fwk_observer = metrics.observer(profile.scheduler_name)
+            kwargs = {"observer": fwk_observer} if fwk_observer is not None else {}
             self.frameworks[profile.scheduler_name] = Framework.build(
                 profile, registry, handle, **kwargs
             )
@@ -120,7 +135,10 @@ class Scheduler:
             max_in_unschedulable=config.pod_max_in_unschedulable_pods_duration,
             group_of=self._group_of,
             groups=self.groups,
+            on_incoming=metrics.incoming if metrics is not None else None,
         )
+        if metrics is not None:
+            metrics.attach(self.queue, self.cache)
         self.groups.on_change(self.queue.group_changed)
         self.group_cycle = GroupCycle(self)
         self.gang_timeouts = GangTimeouts(self, config.gang_schedule_timeout_seconds)
@@ -132,6 +150,11 @@ class Scheduler:
         self.writer = BackgroundWriter(client, self.background)
         self.failures = FailureReporter(self.writer, self.queue)
         self._rng = random.Random(seed)
+        # Its own generator: sampling must not shift the seeded tie-breaks.
+        self._sample_rng = random.Random(seed + 1)
+        # Gang members of the running group cycles: (attempts, first active-queue
+        # entry) of their group, for the SLI once they are bound.
+        self._member_attempts: dict[str, tuple[int, float | None]] = {}
         self._next_start_node_index = 0
         self._stopping = False
 
@@ -180,8 +203,7 @@ class Scheduler:
             self.queue.add_unschedulable_if_not_present(entity, cycle)
             return True
         start = time.perf_counter()
-        state = CycleState()
-        state.write(PODS_TO_ACTIVATE, set())
+        state = self.new_cycle_state()
         # Run the scheduling cycle.
         outcome = self._scheduling_cycle(fwk, state, info)
         to_activate = state.read(PODS_TO_ACTIVATE)
@@ -215,6 +237,17 @@ class Scheduler:
         self.bindings.spawn(binding, name=f"bind {info.key}", held=True)
         return True
 
+    def new_cycle_state(self) -> CycleState:
+        """A fresh CycleState; with metrics, 10% of cycles record per-plugin durations."""
+        state = CycleState()
+        state.write(PODS_TO_ACTIVATE, set())
+        if (
+            self.metrics is not None
+            and self._sample_rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+        ):
+            state.write(RECORD_PLUGIN_METRICS, True)
+        return state
+
     async def _wait_for_permit(
         self,
         waiting: WaitingPod,
@@ -224,7 +257,10 @@ class Scheduler:
         """Hold the binding cycle until Permit decides, then give it a slot; the
         binding cycle reads the decision itself (WaitOnPermit)."""
         try:
-            await waiting.wait()
+            t = time.perf_counter()
+            status = await waiting.wait()
+            if self.metrics is not None:
+                self.metrics.permit_wait(status.code.name, time.perf_counter() - t)
             await self.bindings.acquire()
         except BaseException:
             binding.close()
@@ -240,12 +276,20 @@ class Scheduler:
         if fwk is None:
             self.queue.done(entity.key, entity)
             return
+        for key in entity.members:
+            self._member_attempts[key] = (entity.attempts, entity.initial_attempt_timestamp)
         await self.group_cycle.run(fwk, entity, cycle)
+        for key in entity.members:
+            if key not in self.cache:
+                self._member_attempts.pop(key, None)
 
     def _scheduling_cycle(
         self, fwk: Framework, state: CycleState, info: PodInfo
     ) -> ScheduleResult | CycleFailure:
+        t = time.perf_counter()
         result = self.schedule_pod(fwk, state, info)
+        if self.metrics is not None:
+            self.metrics.algorithm(time.perf_counter() - t)
         if isinstance(result, CycleFailure):
             return result
         node = result.node
@@ -266,6 +310,7 @@ class Scheduler:
     def revert(self, fwk: Framework, state: CycleState, info: PodInfo, node: str) -> None:
         fwk.run_unreserve(state, info, node)
         self.cache.forget(info)
+        self._member_attempts.pop(info.key, None)
 
     def schedule_pod(
         self, fwk: Framework, state: CycleState, info: PodInfo
@@ -377,7 +422,7 @@ class Scheduler:
         cycle: int,
     ) -> None:
         info, node = entity.pod_info, result.node
-        status = await self.bind_steps(fwk, state, info, node)
+        status = await self.bind_steps(fwk, state, info, node, permit_timed=True)
         if not status.is_success:
             self._binding_failed(fwk, state, entity, node, status, cycle)
             return
@@ -385,15 +430,25 @@ class Scheduler:
         self.stats.scheduled(entity, self.clock.now())
 
     async def bind_steps(
-        self, fwk: Framework, state: CycleState, info: PodInfo, node: str
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: PodInfo,
+        node: str,
+        *,
+        permit_timed: bool = False,
     ) -> Status:
-        """WaitOnPermit, PreBind, Bind. A cancelled binding unreserves and forgets."""
+        """WaitOnPermit, PreBind, Bind. A cancelled binding unreserves and forgets.
+        ``permit_timed``: the Permit wait was already measured (``_wait_for_permit``)."""
         status = SUCCESS
         try:
             waiting = self.waiting.get(info.key)
             if waiting is not None:
                 # WaitOnPermit (already decided when this cycle waited for a slot).
+                t = time.perf_counter()
                 status = await waiting.wait()
+                if self.metrics is not None and not permit_timed:
+                    self.metrics.permit_wait(status.code.name, time.perf_counter() - t)
                 self.waiting.remove(info.key)
             if status.is_success:
                 # Run "prebind" plugins.
@@ -418,6 +473,9 @@ class Scheduler:
         node = result.node
         self.cache.finish_binding(info.key)
         self.stats.attempt("scheduled", fwk.name, time.perf_counter() - start)
+        member = self._member_attempts.pop(info.key, None)
+        if member is not None:
+            self.stats.bound(*member, self.clock.now())
         # Run "postbind" plugins.
         fwk.run_post_bind(state, info, node)
         m = info.pod.metadata

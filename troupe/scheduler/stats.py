@@ -14,6 +14,9 @@ import numpy as np
 from troupe.queue.entity import QueuedEntity
 
 AttemptHook = Callable[[str, str, float], None]
+"""(result, profile, seconds) of one attempt."""
+BoundHook = Callable[[int, float], None]
+"""(attempts, seconds since the pod first entered the active queue) of a bound pod."""
 
 
 class AttemptStats:
@@ -31,6 +34,8 @@ class AttemptStats:
         self.group_results: Counter[str] = Counter()
         self.group_attempt_seconds: list[float] = []
         self.group_hooks: list[AttemptHook] = []
+        # Bound pods (scheduler_pod_scheduling_sli_duration_seconds, _attempts).
+        self.bound_hooks: list[BoundHook] = []
 
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         self.results[result] += 1
@@ -53,6 +58,16 @@ class AttemptStats:
     def scheduled(self, entity: QueuedEntity, now: float) -> None:
         if self._keep and entity.initial_attempt_timestamp is not None:
             self.e2e_seconds.append(max(0.0, now - entity.timestamp))
+        self.bound(entity.attempts, entity.initial_attempt_timestamp, now)
+
+    def bound(self, attempts: int, initial_attempt: float | None, now: float) -> None:
+        """A pod was bound after ``attempts`` attempts; the SLI runs from its first
+        entry into the active queue (upstream InitialAttemptTimestamp)."""
+        if initial_attempt is None:
+            return
+        seconds = max(0.0, now - initial_attempt)
+        for hook in self.bound_hooks:
+            hook(attempts, seconds)
 
     def percentile_ms(self, q: float, which: str = "attempt") -> float:
         data = {

@@ -10,14 +10,22 @@ authentication path. ``KubeClient`` (writes) and ``Informer`` (list + watch) cal
 
 Every request carries a timeout (connect and total): a half-open connection never
 hangs a binding or a watch.
+
+``observe_requests(api_client, observer)`` makes every ``HttpTransport`` built on
+that client afterwards report each request (method, host, status code or
+``<error>``, seconds to the response headers) — the daemon feeds client-go's
+``rest_client_*`` metrics from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit
+from weakref import WeakKeyDictionary
 
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
@@ -29,6 +37,23 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 Query = Mapping[str, str]
+
+RequestObserver = Callable[[str, str, str, float], None]
+"""(method, host, status code or ``<error>``, seconds) of one request."""
+
+NO_REPLY = "<error>"
+"""The ``code`` of a request that got no reply (client-go's label value)."""
+
+_observers: WeakKeyDictionary[ApiClient, RequestObserver] = WeakKeyDictionary()
+
+
+def observe_requests(api_client: ApiClient, observer: RequestObserver) -> None:
+    """Report every request of the transports later built on ``api_client``."""
+    _observers[api_client] = observer
+
+
+def _ignore(method: str, host: str, code: str, seconds: float) -> None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +147,8 @@ class HttpTransport:
         self.timeouts = timeouts or Timeouts()
         cfg = api_client.configuration
         self._base_url: str = str(cfg.host).rstrip("/")
+        self._host = urlsplit(self._base_url).netloc
+        self._observe: RequestObserver = _observers.get(api_client, _ignore)
         rest = api_client.rest_client
         self._session: aiohttp.ClientSession = rest.pool_manager
         self._extra: dict[str, Any] = {}
@@ -164,6 +191,7 @@ class HttpTransport:
             if timeout is None
             else aiohttp.ClientTimeout(total=timeout, connect=min(timeout, self.timeouts.connect))
         )
+        start = time.perf_counter()
         try:
             async with self._session.request(
                 method,
@@ -174,9 +202,11 @@ class HttpTransport:
                 timeout=client_timeout,
                 **self._extra,
             ) as resp:
+                self._observe(method, self._host, str(resp.status), time.perf_counter() - start)
                 data = await resp.read()
                 return Response(resp.status, data, resp.headers.get("Retry-After"))
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            self._observe(method, self._host, NO_REPLY, time.perf_counter() - start)
             raise to_api_error(exc, f"{method} {path}") from exc
 
     @asynccontextmanager
@@ -185,6 +215,8 @@ class HttpTransport:
     ) -> AsyncIterator[WatchStream]:
         headers = await self._headers(None)
         client_timeout = aiohttp.ClientTimeout(total=timeout, connect=self.timeouts.connect)
+        start = time.perf_counter()
+        opened = False
         try:
             async with self._session.get(
                 self._base_url + path,
@@ -193,6 +225,10 @@ class HttpTransport:
                 timeout=client_timeout,
                 **self._extra,
             ) as resp:
+                opened = True
+                self._observe("GET", self._host, str(resp.status), time.perf_counter() - start)
                 yield _AiohttpStream(resp)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            if not opened:
+                self._observe("GET", self._host, NO_REPLY, time.perf_counter() - start)
             raise to_api_error(exc, f"GET {path}") from exc

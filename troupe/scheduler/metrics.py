@@ -1,0 +1,381 @@
+"""Every Prometheus metric troupe exports, with kube-scheduler's names, labels and buckets.
+
+``SchedulerMetrics`` defines them on a ``CollectorRegistry`` it is given (the daemon
+makes a fresh one per scheduler, so several schedulers can run in one process) and
+offers the recording calls the scheduler makes:
+
+- ``attempt`` / ``group_attempt`` are ``AttemptStats`` hooks (``troupe.scheduler.stats``);
+- ``observer(profile)`` is the framework ``Observer`` (extension points, and plugins
+  on sampled cycles);
+- ``algorithm``, ``permit_wait``, ``pod_bound``, ``queue_incoming`` and
+  ``rest_request`` are called by ``schedule_one``, the queue and the HTTP transport.
+
+Gauges that describe state (pending pods, unschedulable pods by plugin, cache size,
+queued entities) are read from the queue and the cache at scrape time by a custom
+collector, so the hot path pays nothing for them. Labelled children are cached in
+dicts: ``.labels(...)`` takes a lock and builds a tuple on every call.
+
+``troupe.scheduler.health`` serves the registry on ``/metrics``; docs/metrics.md
+lists every metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Protocol
+
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+)
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from troupe.queue import QueueName
+from troupe.queue.entity import QueuedEntity
+
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+"""Upstream records per-plugin durations on 10% of scheduling cycles
+(``pluginMetricsSamplePercent`` in schedule_one.go)."""
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """``start * factor**k`` for k in [0, count) (component-base ``ExponentialBuckets``)."""
+    return tuple(start * factor**k for k in range(count))
+
+
+# Buckets as upstream pkg/scheduler/metrics/metrics.go.
+ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
+EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
+PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
+SLI_BUCKETS = exponential_buckets(0.01, 2, 20)
+POD_ATTEMPTS_BUCKETS = exponential_buckets(1, 2, 5)
+PERMIT_WAIT_BUCKETS = exponential_buckets(0.001, 2, 15)
+# client-go rest_client_request_duration_seconds (component-base/metrics/prometheus/restclient).
+REST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+
+# Upstream labels statuses with Code.String().
+STATUS_LABEL = {
+    "SUCCESS": "Success",
+    "ERROR": "Error",
+    "UNSCHEDULABLE": "Unschedulable",
+    "UNSCHEDULABLE_AND_UNRESOLVABLE": "UnschedulableAndUnresolvable",
+    "WAIT": "Wait",
+    "SKIP": "Skip",
+    "PENDING": "Pending",
+}
+
+# Upstream getAttemptsLabel: attempts beyond 15 share one label value.
+MAX_ATTEMPTS_LABEL = 15
+
+
+def attempts_label(attempts: int) -> str:
+    return f"{MAX_ATTEMPTS_LABEL}+" if attempts >= MAX_ATTEMPTS_LABEL else str(attempts)
+
+
+class QueueView(Protocol):
+    """What the scrape-time collector reads of ``SchedulingQueue``."""
+
+    def pending_counts(self) -> dict[str, int]: ...
+
+    def entity_counts(self) -> dict[tuple[str, str], int]: ...
+
+    def entities(self, queue: QueueName) -> list[QueuedEntity]: ...
+
+
+class CacheView(Protocol):
+    @property
+    def node_count(self) -> int: ...
+
+    @property
+    def pod_count(self) -> int: ...
+
+    @property
+    def assumed_count(self) -> int: ...
+
+
+def _profile_of(entity: QueuedEntity) -> str:
+    pods = entity.pods()
+    return pods[0].spec.scheduler_name if pods else ""
+
+
+class _StateCollector(Collector):
+    """Gauges read from the queue and the cache when Prometheus scrapes."""
+
+    def __init__(self) -> None:
+        self.queue: QueueView | None = None
+        self.cache: CacheView | None = None
+
+    def describe(self) -> Iterable[Metric]:
+        # Names only: the registry checks for duplicates without calling collect().
+        return list(self._families())
+
+    def _families(self) -> tuple[GaugeMetricFamily, ...]:
+        return (
+            GaugeMetricFamily(
+                "scheduler_pending_pods",
+                "Number of pending pods, by the queue type. 'active' means number of pods "
+                "in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' "
+                "means number of pods in unschedulablePods that the scheduler attempted "
+                "to schedule and failed; 'gated' is the number of unschedulable pods that "
+                "the scheduler never attempted to schedule because they are gated.",
+                labels=["queue"],
+            ),
+            GaugeMetricFamily(
+                "scheduler_unschedulable_pods",
+                "The number of unschedulable pods broken down by plugin name. A pod will "
+                "increment the gauge for all plugins that caused it to not schedule and so "
+                "this metric have meaning only when broken down by plugin.",
+                labels=["plugin", "profile"],
+            ),
+            GaugeMetricFamily(
+                "scheduler_cache_size",
+                "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+                labels=["type"],
+            ),
+            GaugeMetricFamily(
+                "scheduler_queued_entities",
+                "Number of entities waiting in the scheduling queue, by queue and by type "
+                "(a single pod, or a pod group counted once for all its pending members).",
+                labels=["queue", "type"],
+            ),
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        pending, unschedulable, cache, entities = self._families()
+        queue = self.queue
+        if queue is not None:
+            for name, n in sorted(queue.pending_counts().items()):
+                pending.add_metric([name], n)
+            for (name, kind), n in sorted(queue.entity_counts().items()):
+                entities.add_metric([name, kind], n)
+            for (plugin, profile), n in sorted(_rejections(queue).items()):
+                unschedulable.add_metric([plugin, profile], n)
+        if self.cache is not None:
+            cache.add_metric(["nodes"], self.cache.node_count)
+            cache.add_metric(["pods"], self.cache.pod_count)
+            cache.add_metric(["assumed_pods"], self.cache.assumed_count)
+        yield from (pending, unschedulable, cache, entities)
+
+
+def _rejections(queue: QueueView) -> dict[tuple[str, str], int]:
+    """Pods waiting after a failed attempt, per plugin that rejected them. Upstream
+    increments the gauge on a failure and decrements it on the next pop; the queue
+    clears an entity's rejectors on pop, so reading them now gives the same count."""
+    counts: dict[tuple[str, str], int] = {}
+    names: tuple[QueueName, ...] = ("active", "backoff", "unschedulable")
+    for name in names:
+        for entity in queue.entities(name):
+            plugins = entity.unschedulable_plugins | entity.pending_plugins
+            if not plugins:
+                continue
+            n = len(entity.pods())
+            profile = _profile_of(entity)
+            for plugin in plugins:
+                counts[(plugin, profile)] = counts.get((plugin, profile), 0) + n
+    return counts
+
+
+class SchedulerMetrics:
+    """The metrics of one scheduler, registered on ``registry``."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        r = registry
+        self.schedule_attempts = Counter(
+            "scheduler_schedule_attempts_total",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a "
+            "pod could not be scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"],
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
+        self.algorithm_duration = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds",
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
+        self.queue_incoming = Counter(
+            "scheduler_queue_incoming_pods_total",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"],
+            registry=r,
+        )
+        self.extension_point_duration = Histogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"],
+            buckets=EXTENSION_POINT_BUCKETS,
+            registry=r,
+        )
+        self.plugin_duration = Histogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"],
+            buckets=PLUGIN_BUCKETS,
+            registry=r,
+        )
+        self.sli_duration = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the "
+            "scheduling queue and might involve multiple scheduling attempts.",
+            ["attempts"],
+            buckets=SLI_BUCKETS,
+            registry=r,
+        )
+        self.pod_attempts = Histogram(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            buckets=POD_ATTEMPTS_BUCKETS,
+            registry=r,
+        )
+        self.permit_wait_duration = Histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "Duration of waiting on permit.",
+            ["result"],
+            buckets=PERMIT_WAIT_BUCKETS,
+            registry=r,
+        )
+        self.group_attempts = Counter(
+            "scheduler_podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod groups, by the result. 'unschedulable' "
+            "means the group could not be scheduled, while 'error' means an internal "
+            "scheduler problem.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.group_attempt_duration = Histogram(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds",
+            "Pod group scheduling attempt latency in seconds (the whole group's cycle).",
+            ["result", "profile"],
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
+        self.rest_requests = Counter(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=r,
+        )
+        self.rest_duration = Histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            ["verb", "host"],
+            buckets=REST_BUCKETS,
+            registry=r,
+        )
+        self._state = _StateCollector()
+        r.register(self._state)
+        self._children: dict[tuple[object, ...], tuple[Counter, Histogram]] = {}
+        self._histograms: dict[tuple[object, ...], Histogram] = {}
+        self._counters: dict[tuple[str, str], Counter] = {}
+
+    @classmethod
+    def for_process(cls) -> SchedulerMetrics:
+        """A fresh registry with the process, platform and GC collectors (production)."""
+        registry = CollectorRegistry(auto_describe=True)
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            registry.register(collector)
+        return cls(registry)
+
+    def attach(self, queue: QueueView, cache: CacheView) -> None:
+        """Read the scrape-time gauges from this queue and cache."""
+        self._state.queue = queue
+        self._state.cache = cache
+
+    # --- recording (hot path: cached children only) ------------------------------------
+
+    def _pair(
+        self, kind: str, counter: Counter, histogram: Histogram, result: str, profile: str
+    ) -> tuple[Counter, Histogram]:
+        key = (kind, result, profile)
+        pair = self._children.get(key)
+        if pair is None:
+            pair = (counter.labels(result, profile), histogram.labels(result, profile))
+            self._children[key] = pair
+        return pair
+
+    def _histogram(self, parent: Histogram, *labels: str) -> Histogram:
+        key = (id(parent), *labels)
+        child = self._histograms.get(key)
+        if child is None:
+            child = self._histograms[key] = parent.labels(*labels)
+        return child
+
+    def attempt(self, result: str, profile: str, seconds: float) -> None:
+        """One pod attempt (``AttemptStats`` hook)."""
+        count, duration = self._pair(
+            "pod", self.schedule_attempts, self.attempt_duration, result, profile
+        )
+        count.inc()
+        duration.observe(seconds)
+
+    def group_attempt(self, result: str, profile: str, seconds: float) -> None:
+        """One pod-group cycle (``AttemptStats`` group hook)."""
+        count, duration = self._pair(
+            "group", self.group_attempts, self.group_attempt_duration, result, profile
+        )
+        count.inc()
+        duration.observe(seconds)
+
+    def algorithm(self, seconds: float) -> None:
+        self.algorithm_duration.observe(seconds)
+
+    def observer(self, profile: str) -> ObserverFn:
+        """The framework ``Observer`` of one profile: extension points always, plugins
+        (plugin != "") only when the framework sampled the cycle."""
+
+        def observe(point: str, plugin: str, code: str, seconds: float) -> None:
+            status = STATUS_LABEL.get(code, code)
+            if plugin:
+                self._histogram(self.plugin_duration, plugin, point, status).observe(seconds)
+            else:
+                self._histogram(self.extension_point_duration, point, status, profile).observe(
+                    seconds
+                )
+
+        return observe
+
+    def permit_wait(self, code: str, seconds: float) -> None:
+        self._histogram(self.permit_wait_duration, STATUS_LABEL.get(code, code)).observe(seconds)
+
+    def pod_bound(self, attempts: int, seconds: float) -> None:
+        """A pod was bound ``seconds`` after it first entered the active queue."""
+        self._histogram(self.sli_duration, attempts_label(attempts)).observe(seconds)
+        self.pod_attempts.observe(attempts)
+
+    def incoming(self, queue: str, event: str) -> None:
+        """``SchedulingQueue`` ``on_incoming`` hook."""
+        child = self._counters.get((queue, event))
+        if child is None:
+            child = self._counters[(queue, event)] = self.queue_incoming.labels(queue, event)
+        child.inc()
+
+    def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
+        """One HTTP request to the API server (``HttpTransport`` observer); ``code`` is
+        the status code, or ``<error>`` when no reply came (client-go's label)."""
+        key = ("rest", code, method, host)
+        pair = self._children.get(key)
+        if pair is None:
+            pair = (
+                self.rest_requests.labels(code, method, host),
+                self.rest_duration.labels(method, host),
+            )
+            self._children[key] = pair
+        pair[0].inc()
+        pair[1].observe(seconds)
+
+
+class ObserverFn(Protocol):
+    def __call__(self, point: str, plugin: str, code: str, seconds: float) -> None: ...
