@@ -76,12 +76,17 @@ async def test_a_gang_that_fits_is_bound_whole_and_one_that_does_not_holds_nothi
         what="CoschedulingNotMeetMinMember on the gang that does not fit",
     )
     assert sorted(bindings.node) == [f"default/fits-{i}" for i in range(4)]
-    events = [
-        e
-        for e in cluster.store.list("events.events.k8s.io", namespace="default")
-        if e["regarding"]["name"] == "toobig" and e["reason"] == "FailedScheduling"
-    ]
-    assert events and events[0]["note"].startswith("gang ")
+
+    def group_events() -> list[dict[str, Any]]:
+        return [
+            e
+            for e in cluster.store.list("events.events.k8s.io", namespace="default")
+            if e["regarding"]["name"] == "toobig" and e["reason"] == "FailedScheduling"
+        ]
+
+    # Status patches are written before events: wait for the event too.
+    await eventually(lambda: bool(group_events()), timeout=30, what="event on the group")
+    assert group_events()[0]["note"].startswith("gang ")
     assert bindings.twice() == []
 
 
