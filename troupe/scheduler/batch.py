@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
+from troupe.api.cycle import CycleState
 from troupe.api.framework import ScoreExtensions
 from troupe.api.nodetable import IndexArray, IntArray
 from troupe.api.podinfo import PodInfo
 from troupe.scheduler.framework import Framework
+from troupe.scheduler.results import ScheduleResult
 
 if TYPE_CHECKING:
-    from troupe.scheduler.schedule_one import Scheduler, ScheduleResult
+    from troupe.scheduler.schedule_one import Scheduler
 
 Signature = tuple[object, ...]
 
@@ -114,8 +115,7 @@ class BatchPlacer:
     def start(self, first: PodInfo) -> bool:
         """Evaluate the run on ``first``; False when batching does not apply."""
         s, fwk, table = self.s, self.fwk, self.s.cache.table
-        state = CycleState()
-        state.write(PODS_TO_ACTIVATE, set())
+        state = s.new_cycle_state()
         pre, status = fwk.run_pre_filter(state, first, table)
         if not status.is_success or pre is not None:
             return False
@@ -148,8 +148,6 @@ class BatchPlacer:
     def place(self, info: PodInfo) -> tuple[ScheduleResult, CycleState] | None:
         """The node for the next member (assumed in the cache), or None when no
         candidate is left."""
-        from troupe.scheduler.schedule_one import ScheduleResult
-
         if self.state is None or not self.alive.any():
             return None
         total = np.zeros(len(self.slots), dtype=np.int64)

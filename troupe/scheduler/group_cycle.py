@@ -50,9 +50,10 @@ from troupe.scheduler.gangs.status import (
     pod_group_scheduled_condition,
     status_path,
 )
+from troupe.scheduler.results import CycleFailure, ScheduleResult
 
 if TYPE_CHECKING:
-    from troupe.scheduler.schedule_one import Scheduler, ScheduleResult
+    from troupe.scheduler.schedule_one import Scheduler
 
 log = structlog.get_logger("troupe.gang")
 
@@ -179,8 +180,6 @@ class GroupCycle:
         self, fwk: Framework, policy: GangPolicy, members: list[PodInfo]
     ) -> tuple[list[Placement], list[tuple[PodInfo, Status, Diagnosis | None]], str]:
         """Place what fits; returns (placements, failures, minResources shortfall)."""
-        from troupe.scheduler.schedule_one import CycleFailure
-
         s = self.s
         shortfall = self._min_resources_shortfall(policy)
         placed: list[Placement] = []
@@ -200,7 +199,7 @@ class GroupCycle:
                         break
                 info = run[i]
                 i += 1
-                state = CycleState()
+                state = s.new_cycle_state()
                 result = s.schedule_pod(fwk, state, info)
                 if isinstance(result, CycleFailure):
                     # Identical members fail identically: no need to try the rest.

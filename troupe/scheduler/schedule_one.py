@@ -6,7 +6,8 @@
 2. scheduling cycle (synchronous, so the live NodeTable is its snapshot):
    PreFilter, Filter over all nodes as one batch, PostFilter when nothing fits,
    PreScore/Score over the feasible nodes, select, assume, Reserve, Permit;
-3. binding cycle in an owned task: WaitOnPermit, PreBind, Bind, PostBind.
+3. binding cycle in an owned task (``troupe.scheduler.binding``): WaitOnPermit,
+   PreBind, Bind, PostBind.
 
 Every failure after assume unreserves and forgets, then reports the failure
 (``troupe.scheduler.failure``). Cluster events from the informers arrive through
@@ -17,14 +18,11 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import structlog
 
-from troupe.api.client import ApiError, Event, ObjectRef, SchedulerClient
+from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.config import ResolvedConfig
 from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
@@ -38,6 +36,7 @@ from troupe.api.status import SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
 from troupe.queue.entity import QueuedGroupInfo, QueuedPodInfo
 from troupe.queue.scheduling_queue import SchedulingQueue
+from troupe.scheduler.binding import BindingCycle
 from troupe.scheduler.cache import Cache
 from troupe.scheduler.failure import FailureReporter
 from troupe.scheduler.framework import (
@@ -49,11 +48,12 @@ from troupe.scheduler.framework import (
 from troupe.scheduler.gang_timeout import GangTimeouts
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.group_cycle import GroupCycle
-from troupe.scheduler.messages import NO_NODES_AVAILABLE, scheduled_message
+from troupe.scheduler.messages import NO_NODES_AVAILABLE
 from troupe.scheduler.metrics import PLUGIN_METRICS_SAMPLE_PERCENT, SchedulerMetrics
+from troupe.scheduler.results import CycleFailure, ScheduleResult
 from troupe.scheduler.stats import AttemptStats
 from troupe.scheduler.tasks import TaskSupervisor
-from troupe.scheduler.waiting_pods import WaitingPod, WaitingPods
+from troupe.scheduler.waiting_pods import WaitingPods
 from troupe.scheduler.writer import BackgroundWriter
 
 log = structlog.get_logger("troupe.scheduler")
@@ -72,20 +72,7 @@ def num_feasible_nodes_to_find(percentage: int, num_nodes: int) -> int:
     return max(num_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-@dataclass(frozen=True, slots=True)
-class ScheduleResult:
-    node: str
-    evaluated_nodes: int
-    feasible_nodes: int
-
-
-@dataclass(frozen=True, slots=True)
-class CycleFailure:
-    status: Status
-    diagnosis: Diagnosis | None = None
-
-
-class Scheduler:
+class Scheduler(BindingCycle):
     def __init__(
         self,
         config: ResolvedConfig,
@@ -220,16 +207,14 @@ class Scheduler:
         self.queue.done(info.key)
         self.stats.cycle(time.perf_counter() - start)
         # Hand the pod to the binding cycle.
-        binding = self._binding_cycle(fwk, state, entity, outcome, start, cycle)
+        binding = self.binding_cycle(fwk, state, entity, outcome, start, cycle)
         waiting = self.waiting.get(info.key)
         if waiting is not None:
             # Waiting at Permit must not hold a binding slot: a gang larger than
             # bindingConcurrency would otherwise never reach its quorum.
             node = outcome.node
             self.background.spawn(
-                self._wait_for_permit(
-                    waiting, binding, lambda: self.revert(fwk, state, info, node)
-                ),
+                self.wait_for_permit(waiting, binding, lambda: self.revert(fwk, state, info, node)),
                 name=f"permit {info.key}",
             )
             return True
@@ -247,27 +232,6 @@ class Scheduler:
         ):
             state.write(RECORD_PLUGIN_METRICS, True)
         return state
-
-    async def _wait_for_permit(
-        self,
-        waiting: WaitingPod,
-        binding: Coroutine[Any, Any, None],
-        revert: Callable[[], None],
-    ) -> None:
-        """Hold the binding cycle until Permit decides, then give it a slot; the
-        binding cycle reads the decision itself (WaitOnPermit)."""
-        try:
-            t = time.perf_counter()
-            status = await waiting.wait()
-            if self.metrics is not None:
-                self.metrics.permit_wait(status.code.name, time.perf_counter() - t)
-            await self.bindings.acquire()
-        except BaseException:
-            binding.close()
-            self.waiting.remove(waiting.pod.key)
-            revert()
-            raise
-        self.bindings.spawn(binding, name=f"bind {waiting.pod.key}", held=True)
 
     async def _schedule_group(self, entity: QueuedGroupInfo) -> None:
         cycle = self.queue.scheduling_cycle
@@ -409,121 +373,6 @@ class Scheduler:
             ),
             diagnosis,
         )
-
-    # --- binding cycle ---------------------------------------------------------------
-
-    async def _binding_cycle(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        entity: QueuedPodInfo,
-        result: ScheduleResult,
-        start: float,
-        cycle: int,
-    ) -> None:
-        info, node = entity.pod_info, result.node
-        status = await self.bind_steps(fwk, state, info, node, permit_timed=True)
-        if not status.is_success:
-            self._binding_failed(fwk, state, entity, node, status, cycle)
-            return
-        self.bound(fwk, state, info, result, start)
-        self.stats.scheduled(entity, self.clock.now())
-
-    async def bind_steps(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        info: PodInfo,
-        node: str,
-        *,
-        permit_timed: bool = False,
-    ) -> Status:
-        """WaitOnPermit, PreBind, Bind. A cancelled binding unreserves and forgets.
-        ``permit_timed``: the Permit wait was already measured (``_wait_for_permit``)."""
-        status = SUCCESS
-        try:
-            waiting = self.waiting.get(info.key)
-            if waiting is not None:
-                # WaitOnPermit (already decided when this cycle waited for a slot).
-                t = time.perf_counter()
-                status = await waiting.wait()
-                if self.metrics is not None and not permit_timed:
-                    self.metrics.permit_wait(status.code.name, time.perf_counter() - t)
-                self.waiting.remove(info.key)
-            if status.is_success:
-                # Run "prebind" plugins.
-                status = await fwk.run_pre_bind(state, info, node)
-            if status.is_success:
-                # Run "bind" plugins.
-                status = await fwk.run_bind(state, info, node)
-        except BaseException:
-            self.revert(fwk, state, info, node)
-            raise
-        return status
-
-    def bound(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        info: PodInfo,
-        result: ScheduleResult,
-        start: float,
-    ) -> None:
-        """The API server accepted the binding: confirm, PostBind, tell the user."""
-        node = result.node
-        self.cache.finish_binding(info.key)
-        self.stats.attempt("scheduled", fwk.name, time.perf_counter() - start)
-        member = self._member_attempts.pop(info.key, None)
-        if member is not None:
-            self.stats.bound(*member, self.clock.now())
-        # Run "postbind" plugins.
-        fwk.run_post_bind(state, info, node)
-        m = info.pod.metadata
-        log.debug(
-            "Successfully bound pod to node",
-            pod=info.key,
-            node=node,
-            evaluatedNodes=result.evaluated_nodes,
-            feasibleNodes=result.feasible_nodes,
-        )
-        self.writer.event(
-            Event(
-                ObjectRef.of_pod(info.pod),
-                "Normal",
-                "Scheduled",
-                "Binding",
-                scheduled_message(m.namespace, m.name, node),
-            )
-        )
-
-    def _binding_failed(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        entity: QueuedPodInfo,
-        node: str,
-        status: Status,
-        cycle: int,
-    ) -> None:
-        info = entity.pod_info
-        self.revert(fwk, state, info, node)
-        # The capacity just released may let other pods fit.
-        self.queue.on_event(ASSIGNED_POD_DELETE, info.pod, None)
-        error = status.error
-        if isinstance(error, ApiError) and (error.is_conflict or error.is_not_found):
-            # Bound by someone else, or deleted/recreated: the informer reports the
-            # truth; binding again could bind the pod twice.
-            log.info(
-                "binding rejected by the API server",
-                pod=info.key,
-                node=node,
-                status=error.status,
-                reason=error.message,
-            )
-            self.stats.attempt("error", fwk.name, 0.0)
-            return
-        self.stats.attempt("error" if status.code is Code.ERROR else "unschedulable", fwk.name, 0.0)
-        self.failures.report(fwk, entity, status, None, cycle)
 
     # --- lifecycle ---------------------------------------------------------------------
 

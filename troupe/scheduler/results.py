@@ -1,0 +1,21 @@
+"""The outcomes of a scheduling cycle, shared by the pod and pod-group cycles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from troupe.api.framework import Diagnosis
+from troupe.api.status import Status
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleResult:
+    node: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class CycleFailure:
+    status: Status
+    diagnosis: Diagnosis | None = None
