@@ -1,9 +1,13 @@
 """``troupe run``: the production daemon.
 
-Loads the profile (a bad one fails here, naming every bad field), connects to the
-API server (in-cluster when no kubeconfig is given and ``KUBERNETES_SERVICE_HOST``
-is set), syncs the caches and schedules until SIGTERM/SIGINT, then stops popping,
-lets in-flight bindings finish (or abandons them cleanly) and exits 0.
+Loads the profile (a bad one fails here, naming every bad field) and connects to the
+API server (in-cluster when no kubeconfig is given and ``KUBERNETES_SERVICE_HOST`` is
+set). With ``leaderElection.leaderElect`` (the default; ``--leader-elect=false`` turns
+it off) it stands by until it holds the profile's Lease, then syncs the caches and
+schedules. As kube-scheduler does, losing the lease stops scheduling at once and exits
+1 so the pod restarts. On SIGTERM/SIGINT it stops popping, lets in-flight bindings
+finish (or abandons them cleanly), releases the lease so a standby takes over without
+waiting out a lease duration, and exits 0.
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ import argparse
 import asyncio
 import os
 import signal
+import socket
 import sys
+import uuid
+from dataclasses import dataclass
 
 import structlog
 
+from troupe.api.clock import RealClock
 from troupe.api.config import (
     ConfigError,
     ResolvedConfig,
@@ -25,10 +33,22 @@ from troupe.api.config import (
 )
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.daemon import Connection, SchedulerDaemon, StartupError
-from troupe.scheduler.kube import KubeConnectionError
+from troupe.scheduler.kube import KubeClient, KubeConnectionError, check_reachable, connect
+from troupe.scheduler.leader import LeaderElector, Outcome
 from troupe.scheduler.logs import configure_logging
 
 log = structlog.get_logger("troupe.run")
+
+DEFAULT_PORT = 10259  # kube-scheduler's secure port
+
+
+def parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "t", "1", "yes"):
+        return True
+    if value in ("false", "f", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,6 +62,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=10.0,
         help="seconds in-flight bindings get to finish on SIGTERM",
     )
+    p.add_argument(
+        "--bind-address", default="0.0.0.0", help="address of /metrics, /healthz, /readyz"
+    )
+    p.add_argument(
+        "--secure-port",
+        "--port",
+        dest="port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="port of /metrics, /healthz, /readyz (plain HTTP; put TLS in front)",
+    )
+    p.add_argument(
+        "--leader-elect",
+        type=parse_bool,
+        nargs="?",
+        const=True,
+        default=None,
+        help="elect a leader among replicas (default: the profile's leaderElection.leaderElect)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    grace: float
+    leader_elect: bool
+    bind_address: str
+    port: int
+
+
+def identity() -> str:
+    """This replica's lease holder identity: ``<pod or host name>_<uuid>``, as
+    kube-scheduler builds it, so a restarted container never mistakes its
+    predecessor's still-valid lease for its own."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4()}"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -62,23 +116,43 @@ def main(args: argparse.Namespace) -> int:
     if kubeconfig is None and not in_cluster:
         kubeconfig = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
     connection = Connection(kubeconfig=kubeconfig, master=args.master, in_cluster=in_cluster)
+    options = Options(
+        grace=args.shutdown_grace,
+        leader_elect=(
+            config.leader_election.leader_elect if args.leader_elect is None else args.leader_elect
+        ),
+        bind_address=args.bind_address,
+        port=args.port,
+    )
     import uvloop
 
-    return uvloop.run(serve(config, connection, args.shutdown_grace))
+    return uvloop.run(serve(config, connection, options))
 
 
-async def serve(config: ResolvedConfig, connection: Connection, grace: float) -> int:
+async def serve(config: ResolvedConfig, connection: Connection, options: Options) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     daemon = SchedulerDaemon(config, connection)
+    if options.leader_elect:
+        return await serve_elected(config, connection, options, daemon, stop)
     try:
         await daemon.start()
     except (KubeConnectionError, StartupError) as exc:
-        log.error("cannot start", error=str(exc))
-        print(f"troupe run: {exc}", file=sys.stderr)
-        return 1
+        return _cannot_start(exc)
+    return await _schedule_until_stopped(daemon, stop, options.grace)
+
+
+def _cannot_start(exc: Exception) -> int:
+    log.error("cannot start", error=str(exc))
+    print(f"troupe run: {exc}", file=sys.stderr)
+    return 1
+
+
+async def _schedule_until_stopped(
+    daemon: SchedulerDaemon, stop: asyncio.Event, grace: float
+) -> int:
     waiter = asyncio.ensure_future(daemon.wait())
     stopper = asyncio.ensure_future(stop.wait())
     await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -90,3 +164,87 @@ async def serve(config: ResolvedConfig, connection: Connection, grace: float) ->
         log.error("scheduling loop failed", error=repr(waiter.exception()))
         return 1
     return 0
+
+
+async def serve_elected(
+    config: ResolvedConfig,
+    connection: Connection,
+    options: Options,
+    daemon: SchedulerDaemon,
+    stop: asyncio.Event,
+) -> int:
+    """Stand by, lead, and end as the lease and the signals say (see the module doc)."""
+    c = connection
+    le = config.leader_election
+    # Its own connection, as kube-scheduler's separate leader-election client: lease
+    # renewals never wait for a connection behind a burst of bindings.
+    try:
+        api = await connect(c.kubeconfig, c.master, c.in_cluster, pool_size=2)
+    except KubeConnectionError as exc:
+        return _cannot_start(exc)
+    try:
+        try:
+            await check_reachable(api)
+        except KubeConnectionError as exc:
+            return _cannot_start(exc)
+        clock = RealClock()
+        me = identity()
+        cc = config.client_connection
+        leases = KubeClient(
+            api,
+            clock,
+            qps=cc.qps,
+            burst=cc.burst,
+            scheduler_name=config.profiles[0].scheduler_name,
+            instance=me,
+        )
+        elector = LeaderElector(
+            leases,
+            clock,
+            namespace=le.resource_namespace,
+            name=le.resource_name,
+            identity=me,
+            lease_duration=le.lease_duration,
+            renew_deadline=le.renew_deadline,
+            retry_period=le.retry_period,
+        )
+        started = False
+
+        async def lead() -> None:
+            nonlocal started
+            try:
+                await daemon.start()
+            except asyncio.CancelledError:
+                # Leadership ended while the caches were syncing: close what opened.
+                await daemon.stop(grace=0.0)
+                raise
+            started = True
+            await daemon.wait()
+
+        async def stopped_leading() -> None:
+            if started:
+                # Lost: stop popping at once (grace 0); a standby may bind soon.
+                await daemon.stop(grace=options.grace if stop.is_set() else 0.0)
+
+        async def stop_on_signal() -> None:
+            await stop.wait()
+            log.info("signal received, shutting down", grace=options.grace)
+            elector.stop()
+
+        signals = asyncio.ensure_future(stop_on_signal())
+        try:
+            outcome = await elector.run(lead, stopped_leading)
+        except (KubeConnectionError, StartupError) as exc:
+            return _cannot_start(exc)
+        except Exception as exc:
+            log.error("scheduling loop failed", error=repr(exc))
+            return 1
+        finally:
+            signals.cancel()
+            await asyncio.gather(signals, return_exceptions=True)
+        if outcome is Outcome.LOST:
+            print("troupe run: leaderelection lost", file=sys.stderr)
+            return 1
+        return 0
+    finally:
+        await api.close()

@@ -53,6 +53,12 @@ def pod_path(namespace: str, name: str, subresource: str = "") -> str:
     return f"{path}/{subresource}" if subresource else path
 
 
+def lease_path(namespace: str, name: str = "") -> str:
+    """``coordination.k8s.io/v1`` Lease collection (no name) or object path."""
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+    return f"{path}/{name}" if name else path
+
+
 def custom_object_path(
     group: str,
     version: str,
@@ -326,6 +332,57 @@ class KubeClient:
         )
         data = json.loads(resp.body) if resp.body else {}
         return data if isinstance(data, dict) else {}
+
+    # --- leases (leader election) ----------------------------------------------------
+    #
+    # One attempt each, outside the write limiter and the retry policy: the elector
+    # retries on its own schedule (retryPeriod) and must hear back within
+    # renewDeadline, so a renewal never queues behind a burst of bindings nor sleeps
+    # in a backoff past the deadline (client-go's leader election likewise makes one
+    # request per tryAcquireOrRenew).
+
+    async def _lease_request(
+        self, method: str, path: str, body: Mapping[str, Any] | None, timeout: float, what: str
+    ) -> dict[str, Any]:
+        resp = await self.transport.request(
+            method, path, body=None if body is None else _dumps(body), timeout=timeout
+        )
+        if not resp.ok:
+            raise resp.error(what)
+        data = json.loads(resp.body)
+        if not isinstance(data, dict):
+            raise ApiError(resp.status, f"{what}: expected an object, got {type(data).__name__}")
+        return data
+
+    async def get_lease(
+        self, namespace: str, name: str, *, timeout: float
+    ) -> dict[str, Any] | None:
+        """The Lease object, or None when it does not exist."""
+        try:
+            return await self._lease_request(
+                "GET", lease_path(namespace, name), None, timeout, f"get lease {namespace}/{name}"
+            )
+        except ApiError as exc:
+            if exc.is_not_found:
+                return None
+            raise
+
+    async def create_lease(
+        self, namespace: str, lease: Mapping[str, Any], *, timeout: float
+    ) -> dict[str, Any]:
+        """POST a new Lease; 409 (AlreadyExists: another replica created it first) raises."""
+        return await self._lease_request(
+            "POST", lease_path(namespace), lease, timeout, f"create lease in {namespace}"
+        )
+
+    async def update_lease(
+        self, namespace: str, name: str, lease: Mapping[str, Any], *, timeout: float
+    ) -> dict[str, Any]:
+        """PUT the Lease. ``metadata.resourceVersion`` in ``lease`` is the optimistic
+        concurrency precondition: a stale one raises a 409 ``ApiError``."""
+        return await self._lease_request(
+            "PUT", lease_path(namespace, name), lease, timeout, f"update lease {namespace}/{name}"
+        )
 
     # --- lifecycle -------------------------------------------------------------------
 

@@ -1,0 +1,138 @@
+"""Two ``troupe run`` processes against one embedded cluster: one schedules, the other
+stands by; kill -9 the leader and the standby takes over, binding every pod once and
+the pending gang whole; SIGTERM the new leader and it exits 0 releasing the lease."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from troupe.api.gangs import POD_GROUP_LABEL
+from troupe.sim.cluster import SimCluster
+
+from tests.integration.conftest import Bindings, eventually, pod
+
+LEASE = "troupe-ha"
+PROFILE = f"""\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  leaseDuration: 2s
+  renewDeadline: 1.5s
+  retryPeriod: 0.3s
+  resourceName: {LEASE}
+  resourceNamespace: kube-system
+"""
+
+
+async def start_replica(name: str, tmp_path: Path, kubeconfig: Path) -> asyncio.subprocess.Process:
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(PROFILE)
+    # Logs to files: nobody drains a pipe of a process that is about to be killed.
+    out = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+    try:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "troupe",
+            "run",
+            "--config",
+            str(profile),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--log-level",
+            "info",
+            "--shutdown-grace",
+            "1",
+            "--port",
+            "0",
+            stdout=out,
+            stderr=out,
+            env={**os.environ, "POD_NAME": name},
+        )
+    finally:
+        out.close()
+
+
+def lease_spec(cluster: SimCluster) -> dict[str, Any]:
+    found = cluster.store.list("leases.coordination.k8s.io", namespace="kube-system")
+    lease = next((obj for obj in found if obj["metadata"]["name"] == LEASE), None)
+    return dict(lease["spec"]) if lease is not None else {}
+
+
+def holder(cluster: SimCluster) -> str:
+    return str(lease_spec(cluster).get("holderIdentity") or "").split("_")[0]
+
+
+def reporters(cluster: SimCluster) -> set[str]:
+    return {
+        e["reportingInstance"]
+        for e in cluster.store.list("events.events.k8s.io", namespace="default")
+        if e["reason"] == "Scheduled"
+    }
+
+
+async def test_the_standby_takes_over_a_killed_leader_and_binds_every_pod_once(
+    cluster: SimCluster, tmp_path: Path
+) -> None:
+    bindings = Bindings(cluster)
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    procs = {name: await start_replica(name, tmp_path, kubeconfig) for name in ("a", "b")}
+
+    def log_tail() -> str:
+        return "\n".join(f"--- {n}:\n" + (tmp_path / f"{n}.log").read_text()[-1500:] for n in procs)
+
+    try:
+        await eventually(lambda: holder(cluster) in procs, timeout=20, what="a leader")
+        leader = holder(cluster)
+        standby = next(n for n in procs if n != leader)
+        for i in range(10):
+            cluster.store.create("pods", pod(f"before-{i}", cpu="100m"))
+        await eventually(lambda: len(bindings.node) == 10, timeout=20, what=log_tail)
+        await eventually(lambda: bool(reporters(cluster)), timeout=10, what="Scheduled events")
+        assert reporters(cluster) == {leader}, "only the leader schedules"
+        assert holder(cluster) == leader
+
+        # A gang and more pods arrive; the leader dies mid-way without releasing.
+        cluster.store.create(
+            "podgroups.scheduling.x-k8s.io",
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": "gang", "namespace": "default"},
+                "spec": {"minMember": 4},
+            },
+        )
+        for i in range(10):
+            cluster.store.create("pods", pod(f"after-{i}", cpu="100m"))
+            if i == 2:
+                procs[leader].kill()
+        for i in range(4):
+            cluster.store.create(
+                "pods", pod(f"gang-{i}", cpu="1", metadata={"labels": {POD_GROUP_LABEL: "gang"}})
+            )
+        await procs[leader].wait()
+        killed_at = asyncio.get_running_loop().time()
+        await eventually(lambda: holder(cluster) == standby, timeout=10, what=log_tail)
+        assert asyncio.get_running_loop().time() - killed_at < 6, "takeover within a few seconds"
+        await eventually(lambda: len(bindings.node) == 24, timeout=20, what=log_tail)
+        assert bindings.twice() == []
+        assert all(f"default/gang-{i}" in bindings.node for i in range(4)), "the gang is whole"
+        assert lease_spec(cluster)["leaseTransitions"] >= 1
+
+        # A clean shutdown releases the lease.
+        procs[standby].send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(procs[standby].wait(), 15) == 0, log_tail()
+        spec = lease_spec(cluster)
+        assert spec["holderIdentity"] == ""
+        assert spec["leaseDurationSeconds"] == 1
+    finally:
+        for proc in procs.values():
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
