@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from troupe.api.gangs import POD_GROUP_LABEL
 from troupe.sim.cluster import SimCluster
 
@@ -30,7 +32,26 @@ leaderElection:
 """
 
 
-async def start_replica(name: str, tmp_path: Path, kubeconfig: Path) -> asyncio.subprocess.Process:
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def probe(port: int, path: str) -> int:
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{port}{path}", timeout=aiohttp.ClientTimeout(2)) as resp,
+        ):
+            return resp.status
+    except (aiohttp.ClientError, OSError, TimeoutError):
+        return 0
+
+
+async def start_replica(
+    name: str, tmp_path: Path, kubeconfig: Path, port: int
+) -> asyncio.subprocess.Process:
     profile = tmp_path / "profile.yaml"
     profile.write_text(PROFILE)
     # Logs to files: nobody drains a pipe of a process that is about to be killed.
@@ -49,8 +70,10 @@ async def start_replica(name: str, tmp_path: Path, kubeconfig: Path) -> asyncio.
             "info",
             "--shutdown-grace",
             "1",
+            "--bind-address",
+            "127.0.0.1",
             "--port",
-            "0",
+            str(port),
             stdout=out,
             stderr=out,
             env={**os.environ, "POD_NAME": name},
@@ -82,7 +105,8 @@ async def test_the_standby_takes_over_a_killed_leader_and_binds_every_pod_once(
 ) -> None:
     bindings = Bindings(cluster)
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    procs = {name: await start_replica(name, tmp_path, kubeconfig) for name in ("a", "b")}
+    ports = {"a": free_port(), "b": free_port()}
+    procs = {name: await start_replica(name, tmp_path, kubeconfig, ports[name]) for name in ports}
 
     def log_tail() -> str:
         return "\n".join(f"--- {n}:\n" + (tmp_path / f"{n}.log").read_text()[-1500:] for n in procs)
@@ -97,6 +121,9 @@ async def test_the_standby_takes_over_a_killed_leader_and_binds_every_pod_once(
         await eventually(lambda: bool(reporters(cluster)), timeout=10, what="Scheduled events")
         assert reporters(cluster) == {leader}, "only the leader schedules"
         assert holder(cluster) == leader
+        # Both are live and ready: the leader synced, the standby standing by healthily.
+        for name in procs:
+            assert [await probe(ports[name], p) for p in ("/livez", "/readyz")] == [200, 200]
 
         # A gang and more pods arrive; the leader dies mid-way without releasing.
         cluster.store.create(

@@ -33,13 +33,12 @@ from troupe.api.config import (
 )
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.daemon import Connection, SchedulerDaemon, StartupError
+from troupe.scheduler.health import DEFAULT_PORT, HealthServer
 from troupe.scheduler.kube import KubeClient, KubeConnectionError, check_reachable, connect
 from troupe.scheduler.leader import LeaderElector, Outcome
 from troupe.scheduler.logs import configure_logging
 
 log = structlog.get_logger("troupe.run")
-
-DEFAULT_PORT = 10259  # kube-scheduler's secure port
 
 
 def parse_bool(text: str) -> bool:
@@ -129,19 +128,63 @@ def main(args: argparse.Namespace) -> int:
     return uvloop.run(serve(config, connection, options))
 
 
+class Probes:
+    """What ``/livez`` and ``/readyz`` report, through every phase of the process.
+
+    Standing by healthily is ready (kube-scheduler's readyz passes on a standby), so
+    a rollout does not wait for a replica that must not schedule. Leading, ready
+    means the caches synced; live means the elector renews in time and, once
+    started, the scheduling loop and informers run.
+    """
+
+    def __init__(self, daemon: SchedulerDaemon) -> None:
+        self.daemon = daemon
+        self.elector: LeaderElector | None = None
+        self.started = False
+
+    def live(self) -> bool:
+        elector_ok = self.elector is None or self.elector.healthy
+        return elector_ok and (not self.started or self.daemon.healthy)
+
+    def ready(self) -> bool:
+        if self.elector is not None and not self.elector.is_leader:
+            return self.elector.healthy
+        return self.started and self.daemon.ready
+
+
 async def serve(config: ResolvedConfig, connection: Connection, options: Options) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     daemon = SchedulerDaemon(config, connection)
-    if options.leader_elect:
-        return await serve_elected(config, connection, options, daemon, stop)
+    probes = Probes(daemon)
+    # First, so probes and scrapes answer while standing by and while caches sync.
+    health = HealthServer(
+        options.bind_address,
+        options.port,
+        daemon.metrics_registry,
+        live=probes.live,
+        ready=probes.ready,
+    )
     try:
-        await daemon.start()
-    except (KubeConnectionError, StartupError) as exc:
-        return _cannot_start(exc)
-    return await _schedule_until_stopped(daemon, stop, options.grace)
+        port = await health.start()
+    except OSError as exc:
+        return _cannot_start(
+            OSError(f"cannot serve on {options.bind_address}:{options.port}: {exc.strerror}")
+        )
+    log.info("serving /metrics, /healthz, /livez, /readyz", address=options.bind_address, port=port)
+    try:
+        if options.leader_elect:
+            return await serve_elected(config, connection, options, probes, stop)
+        try:
+            await daemon.start()
+        except (KubeConnectionError, StartupError) as exc:
+            return _cannot_start(exc)
+        probes.started = True
+        return await _schedule_until_stopped(daemon, stop, options.grace)
+    finally:
+        await health.stop()
 
 
 def _cannot_start(exc: Exception) -> int:
@@ -170,11 +213,12 @@ async def serve_elected(
     config: ResolvedConfig,
     connection: Connection,
     options: Options,
-    daemon: SchedulerDaemon,
+    probes: Probes,
     stop: asyncio.Event,
 ) -> int:
     """Stand by, lead, and end as the lease and the signals say (see the module doc)."""
     c = connection
+    daemon = probes.daemon
     le = config.leader_election
     # Its own connection, as kube-scheduler's separate leader-election client: lease
     # renewals never wait for a connection behind a burst of bindings.
@@ -208,21 +252,20 @@ async def serve_elected(
             renew_deadline=le.renew_deadline,
             retry_period=le.retry_period,
         )
-        started = False
+        probes.elector = elector
 
         async def lead() -> None:
-            nonlocal started
             try:
                 await daemon.start()
             except asyncio.CancelledError:
                 # Leadership ended while the caches were syncing: close what opened.
                 await daemon.stop(grace=0.0)
                 raise
-            started = True
+            probes.started = True
             await daemon.wait()
 
         async def stopped_leading() -> None:
-            if started:
+            if probes.started:
                 # Lost: stop popping at once (grace 0); a standby may bind soon.
                 await daemon.stop(grace=options.grace if stop.is_set() else 0.0)
 
