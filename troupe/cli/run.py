@@ -2,7 +2,9 @@
 
 Loads the profile (a bad one fails here, naming every bad field) and connects to the
 API server (in-cluster when no kubeconfig is given and ``KUBERNETES_SERVICE_HOST`` is
-set). With ``leaderElection.leaderElect`` (the default; ``--leader-elect=false`` turns
+set). It serves ``/metrics``, ``/healthz``, ``/livez`` and ``/readyz`` on
+``--bind-address:--secure-port`` (default 0.0.0.0:10259, plain HTTP) before anything
+else. With ``leaderElection.leaderElect`` (the default; ``--leader-elect=false`` turns
 it off) it stands by until it holds the profile's Lease, then syncs the caches and
 schedules. As kube-scheduler does, losing the lease stops scheduling at once and exits
 1 so the pod restarts. On SIGTERM/SIGINT it stops popping, lets in-flight bindings
