@@ -19,6 +19,9 @@ async def run_troupe(*args: str) -> asyncio.subprocess.Process:
         "-m",
         "troupe",
         "run",
+        # Any free port: a fixed one may be taken on a shared machine.
+        "--port",
+        "0",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
