@@ -10,6 +10,8 @@ import socket
 import sys
 from pathlib import Path
 
+import aiohttp
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -49,6 +51,7 @@ async def test_serve_mode_schedules_what_kubectl_creates_and_stops_on_sigterm(
 ) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     port = free_port()
+    metrics_port = free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -61,13 +64,16 @@ async def test_serve_mode_schedules_what_kubectl_creates_and_stops_on_sigterm(
         str(kubeconfig),
         "--nodes",
         "4",
+        "--metrics-port",
+        str(metrics_port),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
     try:
         assert proc.stderr is not None
-        line = await asyncio.wait_for(proc.stderr.readline(), 60)
-        assert b"serving" in line, line
+        # The metrics line comes first (the endpoint is up before the caches sync).
+        lines = [await asyncio.wait_for(proc.stderr.readline(), 60) for _ in range(2)]
+        assert any(b"serving" in line for line in lines), lines
         nodes = json.loads(await kubectl(kubeconfig, "get", "nodes", "-o", "json"))
         assert len(nodes["items"]) == 4
         await kubectl(kubeconfig, "create", "-f", "-", stdin=POD)
@@ -77,6 +83,17 @@ async def test_serve_mode_schedules_what_kubectl_creates_and_stops_on_sigterm(
                 break
             await asyncio.sleep(0.05)
         assert pod["spec"]["nodeName"].startswith("node-")
+        # The scheduler's endpoints, as for a real deployment.
+        async with aiohttp.ClientSession() as session:
+            base = f"http://127.0.0.1:{metrics_port}"
+            async with session.get(base + "/readyz") as resp:
+                assert resp.status == 200
+            async with session.get(base + "/metrics") as resp:
+                text = await resp.text()
+        assert (
+            'scheduler_schedule_attempts_total{profile="troupe-scheduler",result="scheduled"} 1.0'
+            in text
+        )
         proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(proc.wait(), 20)
         assert proc.returncode == 0

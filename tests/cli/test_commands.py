@@ -1,0 +1,61 @@
+"""``troupe version`` and ``troupe validate-config``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from troupe import __version__
+from troupe.cli import main
+
+GOOD = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: troupe-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: MostAllocated}}
+"""
+
+BAD = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+podMaxBackoffSeconds: 0
+profiles:
+- plugins:
+    filter:
+      enabled: [{name: NodeResourcesFitt}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: Most}}
+"""
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["version"]) == 0
+    assert capsys.readouterr().out.strip() == f"troupe {__version__}"
+
+
+def test_a_good_profile_is_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "profile.yaml"
+    f.write_text(GOOD)
+    assert main(["validate-config", str(f)]) == 0
+    assert capsys.readouterr().out.strip() == "ok"
+
+
+def test_a_bad_profile_lists_every_problem_with_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "profile.yaml"
+    f.write_text(BAD)
+    assert main(["validate-config", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert "profiles[0].plugins.filter.enabled[0].name: unknown plugin 'NodeResourcesFitt'" in err
+    assert "profiles[0].pluginConfig[0].args.scoringStrategy.type: 'Most' is not one of" in err
+    assert "podMaxBackoffSeconds" in err
+
+
+def test_a_missing_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate-config", str(tmp_path / "nope.yaml")]) == 1
+    assert "nope.yaml" in capsys.readouterr().err
