@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from troupe.api.cycle import CycleState
 from troupe.api.events import QueueingHint
 from troupe.api.objects import Node, Pod
 from troupe.api.podinfo import PodInfo
@@ -169,7 +170,15 @@ def test_filter_agrees_with_a_per_node_check(
         if naive_fits(alloc, used, len(placed), {"cpu": want_cpu * 1000, GPU: want_gpu}):
             expected.add(name)
     pod = make_pod().resources({"cpu": want_cpu, GPU: want_gpu}).obj()
-    assert run_filter(fit(), pod, table_of(nodes, pods_on, capacity=2)).feasible == expected
+    table = table_of(nodes, pods_on, capacity=2)
+    assert run_filter(fit(), pod, table).feasible == expected
+    # The single-node check used by the pod-group cycle gives the same verdicts.
+    plugin, info, state = fit(), PodInfo.of(pod), CycleState()
+    plugin.pre_filter(state, info, table)
+    one_by_one = {
+        n for n, slot in table.index.items() if plugin.filter_slot(state, info, table, slot)
+    }
+    assert one_by_one == expected
 
 
 # --- score ---------------------------------------------------------------------------

@@ -156,6 +156,15 @@ class FilterPlugin(Protocol):
 
 
 @runtime_checkable
+class FilterSlot(Protocol):
+    """Optional for Filter plugins: the verdict on one node, the same as
+    ``filter(...).feasible[slot]`` but cheap. The pod-group cycle uses it to re-check
+    the single node a gang member was just placed on."""
+
+    def filter_slot(self, state: CycleState, pod: PodInfo, table: NodeTable, slot: int) -> bool: ...
+
+
+@runtime_checkable
 class PostFilterPlugin(Protocol):
     def post_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis

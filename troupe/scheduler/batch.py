@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from troupe.api.cycle import CycleState
-from troupe.api.framework import ScoreExtensions
+from troupe.api.framework import FilterSlot, ScoreExtensions
 from troupe.api.nodetable import IndexArray, IntArray
 from troupe.api.podinfo import PodInfo
 from troupe.scheduler.framework import Framework
@@ -141,7 +141,11 @@ class BatchPlacer:
             normalizer = plugin if isinstance(plugin, ScoreExtensions) else None
             scores.append(_Scores(name, weight, plugin, raw, normalizer))
         self.state, self.slots, self.evaluated, self.scores = state, slots, evaluated, scores
-        self._filters = active_filters
+        # Single-node checks where a plugin offers one (decided once: Protocol
+        # isinstance checks are slow).
+        self._filters = [
+            (p.filter_slot if isinstance(p, FilterSlot) else None, p) for _, p in active_filters
+        ]
         self.alive = np.ones(len(slots), dtype=bool)
         return True
 
@@ -170,8 +174,13 @@ class BatchPlacer:
         """Node ``slot`` just got a pod: re-check it alone."""
         assert self.state is not None
         table = self.s.cache.table
-        for _, plugin in self._filters:
-            if not plugin.filter(self.state, info, table).feasible[slot]:
+        for check, plugin in self._filters:
+            ok = (
+                check(self.state, info, table, slot)
+                if check is not None
+                else bool(plugin.filter(self.state, info, table).feasible[slot])
+            )
+            if not ok:
                 self.alive[index] = False
                 return
         one = np.array([slot], dtype=np.intp)

@@ -138,6 +138,20 @@ class Fit:
 
         return FilterResult(~rejected, explain)
 
+    def filter_slot(self, state: CycleState, pod: PodInfo, table: NodeTable, slot: int) -> bool:
+        """``filter`` for one node (api.framework.FilterSlot)."""
+        fit = state.get(FIT_KEY)
+        if fit is None:
+            fit = self._fit(pod, table)
+        allocatable, requested = table.allocatable, table.requested
+        pods_row = table.resource_index[PODS]
+        if requested[pods_row, slot] >= allocatable[pods_row, slot]:
+            return False
+        for row, amount in zip(fit.rows, fit.amounts, strict=True):
+            if allocatable[row, slot] - requested[row, slot] < amount:
+                return False
+        return True
+
     def _fit(self, pod: PodInfo, table: NodeTable) -> _Fit:
         demand = self._demand(pod)
         rows = tuple(table.resource_row(n) for n in demand)
