@@ -52,6 +52,24 @@ from troupe.sim.apiserver.strategy import (
 from troupe.sim.apiserver.subscription import Subscription
 
 
+def _selectors(
+    label_selector: str | Mapping[str, str] | LabelSelector | None,
+    field_selector: str | FieldSelector | None,
+) -> tuple[LabelSelector, FieldSelector]:
+    """Selectors as given, or parsed from their query-string form."""
+    labels = (
+        label_selector
+        if isinstance(label_selector, LabelSelector)
+        else parse_label_selector(label_selector)
+    )
+    fields = (
+        field_selector
+        if isinstance(field_selector, FieldSelector)
+        else parse_field_selector(field_selector or None)
+    )
+    return labels, fields
+
+
 def _index(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
@@ -167,16 +185,7 @@ class Store:
         copy: bool = True,
     ) -> list[Obj]:
         rt = self.resolve(kind)
-        labels = (
-            label_selector
-            if isinstance(label_selector, LabelSelector)
-            else parse_label_selector(label_selector)
-        )
-        fields = (
-            field_selector
-            if isinstance(field_selector, FieldSelector)
-            else parse_field_selector(field_selector)
-        )
+        labels, fields = _selectors(label_selector, field_selector)
         items = [obj for _, obj in self._select(rt, namespace, labels, fields)]
         return [clone(obj) for obj in items] if copy else items
 
@@ -412,16 +421,7 @@ class Store:
         Raises ``ApiError`` 410 when the RV is older than the kept history.
         """
         rt = self.resolve(kind)
-        labels = (
-            label_selector
-            if isinstance(label_selector, LabelSelector)
-            else parse_label_selector(label_selector)
-        )
-        fields = (
-            field_selector
-            if isinstance(field_selector, FieldSelector)
-            else parse_field_selector(field_selector or None)
-        )
+        labels, fields = _selectors(label_selector, field_selector)
         watcher = Watcher(rt.key, namespace if rt.namespaced else None, labels, fields)
         if resource_version in (None, "", "0"):
             for _, obj in self._select(rt, watcher.namespace, labels, fields):
