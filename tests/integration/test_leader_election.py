@@ -5,9 +5,9 @@ the pending gang whole; SIGTERM the new leader and it exits 0 releasing the leas
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,10 +32,17 @@ leaderElection:
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def served_port(log: Path) -> int | None:
+    """The port a replica started with ``--port 0`` logged it serves on; asking the OS
+    for the port avoids racing other sockets for one picked in advance."""
+    for line in log.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and str(entry.get("event", "")).startswith("serving /metrics"):
+            return int(entry["port"])
+    return None
 
 
 async def probe(port: int, path: str) -> int:
@@ -49,9 +56,7 @@ async def probe(port: int, path: str) -> int:
         return 0
 
 
-async def start_replica(
-    name: str, tmp_path: Path, kubeconfig: Path, port: int
-) -> asyncio.subprocess.Process:
+async def start_replica(name: str, tmp_path: Path, kubeconfig: Path) -> asyncio.subprocess.Process:
     profile = tmp_path / "profile.yaml"
     profile.write_text(PROFILE)
     # Logs to files: nobody drains a pipe of a process that is about to be killed.
@@ -73,7 +78,7 @@ async def start_replica(
             "--bind-address",
             "127.0.0.1",
             "--port",
-            str(port),
+            "0",
             stdout=out,
             stderr=out,
             env={**os.environ, "POD_NAME": name},
@@ -105,13 +110,18 @@ async def test_the_standby_takes_over_a_killed_leader_and_binds_every_pod_once(
 ) -> None:
     bindings = Bindings(cluster)
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    ports = {"a": free_port(), "b": free_port()}
-    procs = {name: await start_replica(name, tmp_path, kubeconfig, ports[name]) for name in ports}
+    procs = {name: await start_replica(name, tmp_path, kubeconfig) for name in ("a", "b")}
 
     def log_tail() -> str:
         return "\n".join(f"--- {n}:\n" + (tmp_path / f"{n}.log").read_text()[-1500:] for n in procs)
 
     try:
+        # Each replica serves its probes before anything else; start-up can be slow.
+        await eventually(
+            lambda: all(served_port(tmp_path / f"{n}.log") for n in procs),
+            timeout=30,
+            what=log_tail,
+        )
         await eventually(lambda: holder(cluster) in procs, timeout=20, what="a leader")
         leader = holder(cluster)
         standby = next(n for n in procs if n != leader)
@@ -123,7 +133,9 @@ async def test_the_standby_takes_over_a_killed_leader_and_binds_every_pod_once(
         assert holder(cluster) == leader
         # Both are live and ready: the leader synced, the standby standing by healthily.
         for name in procs:
-            assert [await probe(ports[name], p) for p in ("/livez", "/readyz")] == [200, 200]
+            port = served_port(tmp_path / f"{name}.log")
+            assert port is not None, log_tail()
+            assert [await probe(port, p) for p in ("/livez", "/readyz")] == [200, 200], log_tail()
 
         # A gang and more pods arrive; the leader dies mid-way without releasing.
         cluster.store.create(
