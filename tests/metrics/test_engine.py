@@ -34,7 +34,11 @@ async def test_a_run_records_attempts_points_sampled_plugins_and_the_sli() -> No
     h, r = harness_with_metrics()
     nodes = [make_node().name(f"n{i}").capacity(cpu="4", memory="8Gi", pods=110) for i in range(10)]
     h.nodes(n.obj() for n in nodes)
-    pods = [make_pod().name(f"p{i}").req(cpu="100m").scheduler_name(PROFILE) for i in range(200)]
+    # Each pod its own shape, so every attempt runs the full cycle (no batching).
+    pods = [
+        make_pod().name(f"p{i}").req(cpu="100m", memory=f"{i + 1}Mi").scheduler_name(PROFILE)
+        for i in range(200)
+    ]
     h.pods(p.obj() for p in pods)
     h.pods([make_pod().name("huge").req(cpu="64").scheduler_name(PROFILE).obj()])
     await h.settle(rounds=400)

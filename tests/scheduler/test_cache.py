@@ -100,3 +100,21 @@ def test_removing_a_pod_from_a_deleted_node_forgets_it() -> None:
     cache.remove_pod(pod)
     cache.add_node(make_node().name("n1").capacity(cpu="4", memory="8Gi", pods=10).obj())
     assert cpu_on(cache, "n1") == 0 and cache.pod_count == 0
+
+
+def test_a_status_update_leaves_the_table_alone_and_a_label_change_reaccounts() -> None:
+    cache, _ = cache_with("n1")
+    pod = make_pod().name("p").req(cpu="1").label("app", "a").node("n1").obj()
+    cache.add_pod(pod)
+    generation = cache.table.generation
+    running = pod.model_copy(update={"status": pod.status.model_copy(update={"phase": "Running"})})
+    cache.update_pod(pod, running)
+    assert cache.table.generation == generation, "status changes move no accounting"
+    assert cpu_on(cache, "n1") == 1000
+    relabelled = make_pod().name("p").req(cpu="1").label("app", "b").node("n1").obj()
+    cache.update_pod(running, relabelled)
+    assert cache.table.generation != generation
+    assert cpu_on(cache, "n1") == 1000
+    bigger = make_pod().name("p").req(cpu="2").label("app", "b").node("n1").obj()
+    cache.update_pod(relabelled, bigger)
+    assert cpu_on(cache, "n1") == 2000

@@ -112,7 +112,11 @@ class Plugin(Protocol):
     depend only on that node and the pod being scheduled (not on other nodes or on
     where other pods are) also sets the class attribute ``node_local = True``: the
     pod-group cycle then places runs of identical members as a batch, re-evaluating
-    only the node that just received a pod (KEP-5598 opportunistic batching)."""
+    only the node that just received a pod (KEP-5598 opportunistic batching), and
+    so does the pod cycle for consecutive pods of one signature. A plugin whose
+    verdict and score do not depend on the pods placed on the node at all (only on
+    the node object: labels, taints, its name, its unschedulable flag) also sets
+    ``node_only = True``: that node is then not re-evaluated by it after a pod lands."""
 
     @property
     def name(self) -> str: ...

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from troupe.api.cycle import CycleState
+from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
 from troupe.api.framework import FilterSlot, ScoreExtensions
 from troupe.api.nodetable import IndexArray, IntArray
 from troupe.api.podinfo import PodInfo
@@ -98,10 +98,20 @@ class _Scores:
     plugin: object
     raw: IntArray
     normalizer: ScoreExtensions | None
+    node_only: bool
+    weighted: IntArray  # weight * normalized raw, this plugin's share of the total
+
+
+_DEAD = np.iinfo(np.int64).min
 
 
 class BatchPlacer:
-    """Places members of one run until it cannot; ``place`` returns None then."""
+    """Places pods of one signature until it cannot; ``place`` returns None then.
+
+    The weighted total of every candidate is kept up to date incrementally: a
+    placement changes one node's raw scores, so only that entry moves, unless a
+    normalizing plugin's raw score moved (then its column is normalized again).
+    """
 
     def __init__(self, scheduler: Scheduler, fwk: Framework) -> None:
         self.s = scheduler
@@ -109,11 +119,19 @@ class BatchPlacer:
         self.state: CycleState | None = None
         self.slots: IndexArray = np.zeros(0, dtype=np.intp)
         self.alive: np.ndarray = np.zeros(0, dtype=bool)
+        self.total: IntArray = np.zeros(0, dtype=np.int64)
+        self.live = 0
         self.scores: list[_Scores] = []
         self.evaluated = 0
+        self.placed = 0
 
-    def start(self, first: PodInfo) -> bool:
-        """Evaluate the run on ``first``; False when batching does not apply."""
+    def start(self, first: PodInfo, *, sample: bool = True) -> bool:
+        """Evaluate the run on ``first``; False when batching does not apply.
+
+        ``sample``: score the first ``numFeasibleNodesToFind`` feasible nodes, as one
+        pod cycle does; otherwise every feasible node (the evaluation is shared by
+        the whole run, so a long run can afford looking at all of them).
+        """
         s, fwk, table = self.s, self.fwk, self.s.cache.table
         state = s.new_cycle_state()
         pre, status = fwk.run_pre_filter(state, first, table)
@@ -125,7 +143,10 @@ class BatchPlacer:
         outcome = fwk.run_filter(state, first, table, table.present)
         if not outcome.status.is_success:
             return False
-        slots, evaluated = s.feasible_slots(fwk, outcome.feasible)
+        if sample:
+            slots, evaluated = s.feasible_slots(fwk, outcome.feasible)
+        else:
+            slots, evaluated = table.slots()[outcome.feasible[table.slots()]], table.size
         if len(slots) < 2:
             return False
         if not fwk.run_pre_score(state, first, table, slots).is_success:
@@ -139,36 +160,49 @@ class BatchPlacer:
             raw = plugin.score(state, first, table, slots)
             # Protocol isinstance checks are slow: decide once per run.
             normalizer = plugin if isinstance(plugin, ScoreExtensions) else None
-            scores.append(_Scores(name, weight, plugin, raw, normalizer))
+            node_only = bool(getattr(plugin, "node_only", False))
+            sc = _Scores(name, weight, plugin, raw, normalizer, node_only, raw)
+            self._weigh(sc, first, state)
+            scores.append(sc)
         self.state, self.slots, self.evaluated, self.scores = state, slots, evaluated, scores
         # Single-node checks where a plugin offers one (decided once: Protocol
-        # isinstance checks are slow).
+        # isinstance checks are slow). A node-only verdict cannot change when a pod
+        # lands on the node, so it is never re-checked.
         self._filters = [
-            (p.filter_slot if isinstance(p, FilterSlot) else None, p) for _, p in active_filters
+            (p.filter_slot if isinstance(p, FilterSlot) else None, p)
+            for _, p in active_filters
+            if not getattr(p, "node_only", False)
         ]
         self.alive = np.ones(len(slots), dtype=bool)
+        self.live = len(slots)
+        total = np.zeros(len(slots), dtype=np.int64)
+        for sc in scores:
+            total += sc.weighted
+        self.total = total
         return True
 
+    @staticmethod
+    def _weigh(sc: _Scores, info: PodInfo, state: CycleState) -> None:
+        scores = sc.raw.copy()
+        if sc.normalizer is not None:
+            sc.normalizer.normalize_score(state, info, scores)
+        sc.weighted = scores.astype(np.int64) * sc.weight
+
     def place(self, info: PodInfo) -> tuple[ScheduleResult, CycleState] | None:
-        """The node for the next member (assumed in the cache), or None when no
+        """The node for the next pod (assumed in the cache), or None when no
         candidate is left."""
-        if self.state is None or not self.alive.any():
+        if self.state is None or self.live == 0:
             return None
-        total = np.zeros(len(self.slots), dtype=np.int64)
-        for sc in self.scores:
-            scores = sc.raw.copy()
-            if sc.normalizer is not None:
-                sc.normalizer.normalize_score(self.state, info, scores)
-            total += scores * sc.weight
-        total[~self.alive] = np.iinfo(np.int64).min
-        index = self.s.select_index(total)
+        index = self.s.select_index(self.total)
         slot = int(self.slots[index])
         node = self.s.cache.table.names[slot]
-        feasible_count = int(self.alive.sum())
+        feasible_count = self.live
         self.s.cache.assume(info, node)
+        self.placed += 1
         self._refresh(index, slot, info)
-        result = ScheduleResult(node, self.evaluated, feasible_count)
-        return result, self.state.clone()
+        state = self.state.clone()
+        state.write(PODS_TO_ACTIVATE, set())
+        return ScheduleResult(node, self.evaluated, feasible_count), state
 
     def _refresh(self, index: int, slot: int, info: PodInfo) -> None:
         """Node ``slot`` just got a pod: re-check it alone."""
@@ -182,7 +216,28 @@ class BatchPlacer:
             )
             if not ok:
                 self.alive[index] = False
+                self.live -= 1
+                self.total[index] = _DEAD
                 return
         one = np.array([slot], dtype=np.intp)
+        renormalized = False
         for sc in self.scores:
-            sc.raw[index] = sc.plugin.score(self.state, info, table, one)[0]  # type: ignore[attr-defined]
+            if sc.node_only:
+                continue
+            value = sc.plugin.score(self.state, info, table, one)[0]  # type: ignore[attr-defined]
+            if value == sc.raw[index]:
+                continue
+            sc.raw[index] = value
+            if sc.normalizer is None:
+                delta = (int(value) * sc.weight) - int(sc.weighted[index])
+                sc.weighted[index] += delta
+                self.total[index] += delta
+            else:
+                self._weigh(sc, info, self.state)
+                renormalized = True
+        if renormalized:
+            total = np.zeros(len(self.slots), dtype=np.int64)
+            for sc in self.scores:
+                total += sc.weighted
+            total[~self.alive] = _DEAD
+            self.total = total

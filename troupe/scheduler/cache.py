@@ -112,6 +112,12 @@ class Cache:
         if cached is None or cached.node_name != new.spec.node_name or cached.assumed:
             self.add_pod(new)
             return
+        current = cached.info.pod
+        if current.spec == new.spec and current.metadata.labels == new.metadata.labels:
+            # A status change (Running, conditions): nothing the accounting derives
+            # from the pod moved, so the table (and its generation) stays as it is.
+            cached.info.pod = new
+            return
         self._replace(cached, PodInfo.of(new))
 
     def remove_pod(self, pod: Pod) -> None:

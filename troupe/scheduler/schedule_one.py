@@ -50,6 +50,7 @@ from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.group_cycle import GroupCycle
 from troupe.scheduler.messages import NO_NODES_AVAILABLE
 from troupe.scheduler.metrics import PLUGIN_METRICS_SAMPLE_PERCENT, SchedulerMetrics
+from troupe.scheduler.pod_batch import PodBatches
 from troupe.scheduler.results import CycleFailure, ScheduleResult
 from troupe.scheduler.stats import AttemptStats
 from troupe.scheduler.tasks import TaskSupervisor
@@ -128,6 +129,7 @@ class Scheduler(BindingCycle):
             metrics.attach(self.queue, self.cache)
         self.groups.on_change(self.queue.group_changed)
         self.group_cycle = GroupCycle(self)
+        self.pod_batches = PodBatches(self)
         self.gang_timeouts = GangTimeouts(self, config.gang_schedule_timeout_seconds)
         for fwk in self.frameworks.values():
             for name, plugin in fwk.plugins.items():
@@ -190,9 +192,8 @@ class Scheduler(BindingCycle):
             self.queue.add_unschedulable_if_not_present(entity, cycle)
             return True
         start = time.perf_counter()
-        state = self.new_cycle_state()
         # Run the scheduling cycle.
-        outcome = self._scheduling_cycle(fwk, state, info)
+        state, outcome = self._scheduling_cycle(fwk, info)
         to_activate = state.read(PODS_TO_ACTIVATE)
         if to_activate:
             self.queue.activate(to_activate)
@@ -248,28 +249,37 @@ class Scheduler(BindingCycle):
                 self._member_attempts.pop(key, None)
 
     def _scheduling_cycle(
-        self, fwk: Framework, state: CycleState, info: PodInfo
-    ) -> ScheduleResult | CycleFailure:
+        self, fwk: Framework, info: PodInfo
+    ) -> tuple[CycleState, ScheduleResult | CycleFailure]:
         t = time.perf_counter()
-        result = self.schedule_pod(fwk, state, info)
+        batched = self.pod_batches.place(fwk, info)
+        result: ScheduleResult | CycleFailure
+        if batched is not None:
+            # Placed (and assumed) from the evaluation shared with the last pods.
+            result, state = batched
+        else:
+            state = self.new_cycle_state()
+            result = self.schedule_pod(fwk, state, info)
         if self.metrics is not None:
             self.metrics.algorithm(time.perf_counter() - t)
         if isinstance(result, CycleFailure):
-            return result
+            return state, result
         node = result.node
-        # Assume: the next cycle must see this pod's resources as taken.
-        self.cache.assume(info, node)
+        if batched is None:
+            # Assume: the next cycle must see this pod's resources as taken.
+            self.cache.assume(info, node)
+            self.pod_batches.assumed(fwk, info)
         # Run "reserve" plugins.
         status = fwk.run_reserve(state, info, node)
         if not status.is_success:
             self.revert(fwk, state, info, node)
-            return CycleFailure(status)
+            return state, CycleFailure(status)
         # Run "permit" plugins.
         status = fwk.run_permit(state, info, node, self.waiting)
         if not (status.is_success or status.is_wait):
             self.revert(fwk, state, info, node)
-            return CycleFailure(status)
-        return result
+            return state, CycleFailure(status)
+        return state, result
 
     def revert(self, fwk: Framework, state: CycleState, info: PodInfo, node: str) -> None:
         fwk.run_unreserve(state, info, node)

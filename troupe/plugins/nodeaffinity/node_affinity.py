@@ -196,8 +196,10 @@ SCORE_KEY = StateKey[IntArray]("PreScore" + names.NODE_AFFINITY)
 
 class NodeAffinity:
     name = names.NODE_AFFINITY
-    # Filter and Score of a node depend only on that node and the pod.
+    # Filter and Score of a node depend only on that node and the pod, and not on
+    # the pods placed on the node.
     node_local = True
+    node_only = True
 
     def __init__(self, args: NodeAffinityArgs | None, handle: Handle) -> None:
         del handle

@@ -26,8 +26,10 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name = names.NODE_NAME
-    # Filter and Score of a node depend only on that node and the pod.
+    # Filter and Score of a node depend only on that node and the pod, and not on
+    # the pods placed on the node.
     node_local = True
+    node_only = True
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

@@ -41,8 +41,10 @@ def tolerates_cordon(tolerations: Sequence[Toleration]) -> bool:
 
 class NodeUnschedulable:
     name = names.NODE_UNSCHEDULABLE
-    # Filter and Score of a node depend only on that node and the pod.
+    # Filter and Score of a node depend only on that node and the pod, and not on
+    # the pods placed on the node.
     node_local = True
+    node_only = True
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

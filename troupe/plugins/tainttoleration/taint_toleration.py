@@ -120,8 +120,10 @@ COUNTS_KEY = StateKey[_Counts]("PreScore" + names.TAINT_TOLERATION)
 
 class TaintToleration:
     name = names.TAINT_TOLERATION
-    # Filter and Score of a node depend only on that node and the pod.
+    # Filter and Score of a node depend only on that node and the pod, and not on
+    # the pods placed on the node.
     node_local = True
+    node_only = True
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle
