@@ -169,6 +169,18 @@ class FilterSlot(Protocol):
 
 
 @runtime_checkable
+class ScoreSlot(Protocol):
+    """Optional for Score plugins: the raw score of one node, the same as
+    ``score(..., slots=[slot])[0]`` but without array overhead; None when this case
+    has no single-node form (the caller then uses ``score``). Batches use it to
+    re-score the node a pod was just placed on."""
+
+    def score_slot(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slot: int
+    ) -> int | None: ...
+
+
+@runtime_checkable
 class PostFilterPlugin(Protocol):
     def post_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis

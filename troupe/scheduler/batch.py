@@ -16,15 +16,15 @@ eligible, the caller falls back to the per-pod cycle.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
-from troupe.api.framework import FilterSlot, ScoreExtensions
-from troupe.api.nodetable import IndexArray, IntArray
+from troupe.api.framework import FilterSlot, ScoreExtensions, ScoreSlot
+from troupe.api.nodetable import IndexArray, IntArray, NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.scheduler.framework import Framework
 from troupe.scheduler.results import ScheduleResult
@@ -100,6 +100,7 @@ class _Scores:
     normalizer: ScoreExtensions | None
     node_only: bool
     weighted: IntArray  # weight * normalized raw, this plugin's share of the total
+    one: Callable[[CycleState, PodInfo, NodeTable, int], int | None] | None = None
 
 
 _DEAD = np.iinfo(np.int64).min
@@ -161,7 +162,8 @@ class BatchPlacer:
             # Protocol isinstance checks are slow: decide once per run.
             normalizer = plugin if isinstance(plugin, ScoreExtensions) else None
             node_only = bool(getattr(plugin, "node_only", False))
-            sc = _Scores(name, weight, plugin, raw, normalizer, node_only, raw)
+            one = plugin.score_slot if isinstance(plugin, ScoreSlot) else None
+            sc = _Scores(name, weight, plugin, raw, normalizer, node_only, raw, one)
             self._weigh(sc, first, state)
             scores.append(sc)
         self.state, self.slots, self.evaluated, self.scores = state, slots, evaluated, scores
@@ -224,7 +226,9 @@ class BatchPlacer:
         for sc in self.scores:
             if sc.node_only:
                 continue
-            value = sc.plugin.score(self.state, info, table, one)[0]  # type: ignore[attr-defined]
+            value = sc.one(self.state, info, table, slot) if sc.one is not None else None
+            if value is None:
+                value = sc.plugin.score(self.state, info, table, one)[0]  # type: ignore[attr-defined]
             if value == sc.raw[index]:
                 continue
             sc.raw[index] = value

@@ -18,6 +18,7 @@ from troupe.api.nodetable import IndexArray, IntArray, NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SKIP, SUCCESS, Status
 from troupe.plugins import names
+from troupe.plugins.noderesources import one_node
 from troupe.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
 from troupe.plugins.noderesources.resource_allocation import (
     PodDemand,
@@ -58,3 +59,14 @@ class BalancedAllocation:
                 return np.zeros(len(slots), dtype=np.int64)
         cols = columns(table, slots, self._resources, demand, use_requested=True)
         return balanced_allocation(cols, len(slots))
+
+    def score_slot(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slot: int
+    ) -> int | None:
+        """``score`` for one node (api.framework.ScoreSlot)."""
+        demand = state.get(SCORE_KEY)
+        if demand is None:
+            return None
+        return one_node.balanced_allocation(
+            one_node.values(table, slot, self._resources, demand, True)
+        )

@@ -34,6 +34,7 @@ from troupe.api.podinfo import PodInfo
 from troupe.api.resources import PODS, node_allocatable, pod_requests
 from troupe.api.status import SUCCESS, Status
 from troupe.plugins import names
+from troupe.plugins.noderesources import one_node
 from troupe.plugins.noderesources.args import MAX_CUSTOM_PRIORITY_SCORE, NodeResourcesFitArgs
 from troupe.plugins.noderesources.resource_allocation import (
     Column,
@@ -96,10 +97,14 @@ class Fit:
         self._resources = tuple(r.name for r in strategy.resources)
         weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
         self._scorer: Scorer
+        weight_list = [int(w) for w in weights]
+        self._one: Callable[[list[one_node.Value]], int] | None = None
         if strategy.type == "LeastAllocated":
             self._scorer = lambda cols, n: least_allocated(cols, weights, n)
+            self._one = lambda vals: one_node.least_allocated(vals, weight_list)
         elif strategy.type == "MostAllocated":
             self._scorer = lambda cols, n: most_allocated(cols, weights, n)
+            self._one = lambda vals: one_node.most_allocated(vals, weight_list)
         else:
             assert strategy.requested_to_capacity_ratio is not None  # validated by args
             points = strategy.requested_to_capacity_ratio.shape
@@ -191,6 +196,15 @@ class Fit:
             demand = pod_demand(pod, self._resources, use_requested=False)
         cols = columns(table, slots, self._resources, demand, use_requested=False)
         return self._scorer(cols, len(slots))
+
+    def score_slot(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slot: int
+    ) -> int | None:
+        """``score`` for one node (api.framework.ScoreSlot)."""
+        demand = state.get(SCORE_KEY)
+        if self._one is None or demand is None:
+            return None
+        return self._one(one_node.values(table, slot, self._resources, demand, False))
 
     # --- requeueing --------------------------------------------------------------
 
