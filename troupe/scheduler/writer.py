@@ -9,8 +9,12 @@ connection pool ahead of the bindings. ``BackgroundWriter`` keeps:
 - events in a bounded FIFO; when it is full the oldest event is dropped and
   counted, as client-go's event broadcaster drops when its buffer is full.
 
-A fixed number of workers drain both, status patches first. Failures are logged
-and counted by the client; nothing here raises into the scheduler.
+A few workers drain status and merge patches. Events go through one worker of
+their own, one write at a time, as client-go's broadcaster writes them: under a
+burst of bindings the API server's time goes to the bindings (which start pods)
+while events trail behind, and in a quiet cluster events are written as they
+come. Failures are logged and counted by the client; nothing here raises into the
+scheduler.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ class BackgroundWriter:
         tasks: TaskSupervisor,
         *,
         workers: int = 4,
-        event_capacity: int = 5000,
+        event_capacity: int = 10000,
     ) -> None:
         self._client = client
         self._tasks = tasks
@@ -47,8 +51,8 @@ class BackgroundWriter:
         self._patches: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._events: deque[Event] = deque()
         self._capacity = event_capacity
-        self._wake = asyncio.Event()
         self._running = 0
+        self._event_writer = False
         self.dropped_events = 0
         self.failures = 0
 
@@ -70,10 +74,11 @@ class BackgroundWriter:
             self._events.popleft()
             self.dropped_events += 1
         self._events.append(event)
-        self._kick()
+        if not self._event_writer:
+            self._event_writer = True
+            self._tasks.spawn(self._write_events(), name="event writer")
 
     def _kick(self) -> None:
-        self._wake.set()
         if self._running < self._workers:
             self._running += 1
             self._tasks.spawn(self._work(), name="background writer")
@@ -82,19 +87,28 @@ class BackgroundWriter:
     def pending(self) -> int:
         return len(self._statuses) + len(self._patches) + len(self._events)
 
+    @property
+    def busy(self) -> bool:
+        return bool(self._running or self._event_writer)
+
     async def _work(self) -> None:
         try:
-            while self._statuses or self._patches or self._events:
+            while self._statuses or self._patches:
                 if self._statuses:
                     _, (pod, condition, nominated) = self._statuses.popitem(last=False)
                     await self._write(self._client.patch_pod_status(pod, condition, nominated))
-                elif self._patches:
+                else:
                     path, patch = self._patches.popitem(last=False)
                     await self._write(self._client.merge_patch(path, patch))
-                else:
-                    await self._write(self._client.record_event(self._events.popleft()))
         finally:
             self._running -= 1
+
+    async def _write_events(self) -> None:
+        try:
+            while self._events:
+                await self._write(self._client.record_event(self._events.popleft()))
+        finally:
+            self._event_writer = False
 
     async def _write(self, call: object) -> None:
         try:
@@ -109,7 +123,7 @@ class BackgroundWriter:
         """Wait until everything queued is written (or ``timeout``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while self.pending or self._running:
+        while self.pending or self.busy:
             if loop.time() > deadline:
                 return False
             await asyncio.sleep(0.01)
