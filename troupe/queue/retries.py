@@ -68,6 +68,8 @@ class Retries:
             self.move_wildcard(event, old, new, target)
             return 0
         self._in_flight.log(self._cycle(), event, old, new)
+        if not self._queues.unschedulable and not self._queues.gated:
+            return 0  # nothing waits for an event (the common case under a burst)
         plugins = {plugin for plugin, _ in self.hints.matching(event)}
         rejected = self._queues.unschedulable.rejected_by(plugins)
         gated = self._queues.gated.rejected_by(plugins)
