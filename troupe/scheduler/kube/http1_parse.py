@@ -64,11 +64,6 @@ class ResponseParser:
         """No byte of a response is buffered or half-parsed."""
         return self._state == _HEAD and not self._buf
 
-    @property
-    def has_status(self) -> bool:
-        """The status line and headers of the current response are in."""
-        return self._state != _HEAD
-
     def feed(self, data: bytes) -> list[Reply]:
         """Every response completed by ``data`` (normally none or one)."""
         self._buf += data
