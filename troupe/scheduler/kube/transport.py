@@ -1,42 +1,54 @@
-"""Raw HTTP to the API server over the ``ApiClient``'s own aiohttp session.
+"""Raw HTTP to the API server, configured by a ``kubernetes_asyncio`` ``ApiClient``.
 
 The generated kubernetes-asyncio methods build and decode OpenAPI model objects,
 which is slow and, for ``pods/binding``, wrong (the Status reply fails to decode).
-troupe therefore sends pre-serialized JSON bytes and reads raw bytes back, through
-the session, TLS context, proxy settings and bearer-token hook that
-``kubernetes_asyncio`` configured from the kubeconfig: one connection pool, one
-authentication path. ``KubeClient`` (writes) and ``Informer`` (list + watch) call
-``Transport``; unit tests substitute a scripted fake with the same protocol.
+troupe therefore sends pre-serialized JSON bytes and reads raw bytes back, with the
+server, TLS settings, proxy and bearer-token hook that ``kubernetes_asyncio``
+configured from the kubeconfig. ``KubeClient`` (writes) and ``Informer`` (list +
+watch) call ``Transport``; unit tests substitute a scripted fake with the same protocol.
+
+``HttpTransport`` sends requests through ``http1``'s lean keep-alive pool (one per
+``ApiClient``, ``http1_pools``) and watches through the client's aiohttp session;
+with a proxy configured everything goes through aiohttp (``AiohttpTransport``).
 
 Every request carries a timeout (connect and total): a half-open connection never
 hangs a binding or a watch.
 
-``observe_requests(api_client, observer)`` makes every ``HttpTransport`` built on
-that client afterwards report each request (method, host, status code or
-``<error>``, seconds to the response headers) — the daemon feeds client-go's
-``rest_client_*`` metrics from it.
+``observe_requests(api_client, observer)`` makes every transport built on that
+client afterwards report each request (method, host, status code or ``<error>``,
+seconds): for a request until its whole reply is read (like client-go's
+``rest_client_request_duration_seconds``), for a watch until its headers. The
+daemon feeds client-go's ``rest_client_*`` metrics from it.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 from weakref import WeakKeyDictionary
 
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
 from troupe.scheduler.kube.errors import ResponseError, response_error, to_api_error
+from troupe.scheduler.kube.http1 import encode_request
+from troupe.scheduler.kube.http1_pools import pool_for
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 Query = Mapping[str, str]
+
+USER_AGENT = "troupe-scheduler"
+
+# Characters a request target may carry as they are; anything else is percent-encoded.
+_UNSAFE_IN_PATH = re.compile(r"[^A-Za-z0-9\-._~/%:@!$&'()*+,;=]")
 
 RequestObserver = Callable[[str, str, str, float], None]
 """(method, host, status code or ``<error>``, seconds) of one request."""
@@ -139,8 +151,9 @@ class _AiohttpStream:
                 yield line
 
 
-class HttpTransport:
-    """``Transport`` over a configured ``kubernetes_asyncio`` ``ApiClient``."""
+class AiohttpTransport:
+    """``Transport`` over a configured ``kubernetes_asyncio`` ``ApiClient``'s aiohttp
+    session: watches, and requests through a proxy."""
 
     def __init__(self, api_client: ApiClient, timeouts: Timeouts | None = None) -> None:
         self._api = api_client
@@ -158,7 +171,7 @@ class HttpTransport:
             self._extra["proxy_headers"] = rest.proxy_headers
         if rest.server_hostname:
             self._extra["server_hostname"] = rest.server_hostname
-        self._user_agent = "troupe-scheduler"
+        self._user_agent = USER_AGENT
         self._timeout = aiohttp.ClientTimeout(
             total=self.timeouts.total, connect=self.timeouts.connect
         )
@@ -232,3 +245,89 @@ class HttpTransport:
             if not opened:
                 self._observe("GET", self._host, NO_REPLY, time.perf_counter() - start)
             raise to_api_error(exc, f"GET {path}") from exc
+
+
+class HttpTransport:
+    """``Transport`` over a configured ``kubernetes_asyncio`` ``ApiClient``: requests
+    through the client's ``Http1Pool``, watches through its aiohttp session."""
+
+    def __init__(self, api_client: ApiClient, timeouts: Timeouts | None = None) -> None:
+        self._api = api_client
+        self.timeouts = timeouts or Timeouts()
+        self._aiohttp = AiohttpTransport(api_client, self.timeouts)
+        self._pool = pool_for(api_client)
+        self._base_url = self._aiohttp.base_url
+        parts = urlsplit(self._base_url)
+        self._host = parts.netloc
+        self._prefix = parts.path
+        self._observe: RequestObserver = _observers.get(api_client, _ignore)
+        self._fixed = (
+            f"Host: {parts.netloc}\r\nUser-Agent: {USER_AGENT}\r\nAccept: {JSON}\r\n".encode()
+        )
+        self._auth: dict[str, str] = {}
+        self._head = self._fixed
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    async def _refresh_auth(self) -> None:
+        # The configuration's token-refresh hook runs on every request (in-cluster
+        # tokens rotate); it costs about a microsecond. The header lines are only
+        # re-rendered when the token changed.
+        auth: dict[str, str] = {}
+        await self._api.update_params_for_auth(auth, [], ["BearerToken"])
+        if auth != self._auth:
+            lines = "".join(f"{name}: {value}\r\n" for name, value in auth.items())
+            breaks = len(auth)  # one CRLF per header line, none inside a value
+            if not lines.isascii() or lines.count("\n") != breaks or lines.count("\r") != breaks:
+                raise ResponseError(
+                    0,
+                    "the kubeconfig credentials are not a valid header: line break or "
+                    "non-ASCII character in the token",
+                )
+            self._head = self._fixed + lines.encode()
+            self._auth = auth
+
+    def _target(self, path: str, query: Query | None) -> str:
+        target = self._prefix + path
+        if _UNSAFE_IN_PATH.search(target):
+            target = quote(target, safe="/%:@!$&'()*+,;=~")
+        return f"{target}?{urlencode(query)}" if query else target
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: bytes | None = None,
+        content_type: str = JSON,
+        timeout: float | None = None,
+    ) -> Response:
+        pool = self._pool
+        if pool is None:
+            return await self._aiohttp.request(
+                method, path, query=query, body=body, content_type=content_type, timeout=timeout
+            )
+        await self._refresh_auth()
+        data = encode_request(method, self._target(path, query), self._head, body, content_type)
+        total = self.timeouts.total if timeout is None else timeout
+        start = time.perf_counter()
+        try:
+            reply = await pool.request(
+                data,
+                connect_timeout=min(total, self.timeouts.connect),
+                timeout=total,
+                head_only=method == "HEAD",
+            )
+        except (OSError, TimeoutError) as exc:
+            self._observe(method, self._host, NO_REPLY, time.perf_counter() - start)
+            raise to_api_error(exc, f"{method} {path}") from exc
+        self._observe(method, self._host, str(reply.status), time.perf_counter() - start)
+        return Response(reply.status, reply.body, reply.retry_after)
+
+    def stream(
+        self, path: str, *, query: Query, timeout: float
+    ) -> AbstractAsyncContextManager[WatchStream]:
+        return self._aiohttp.stream(path, query=query, timeout=timeout)
