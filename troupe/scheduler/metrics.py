@@ -10,10 +10,13 @@ offers the recording calls the scheduler makes:
 - ``algorithm``, ``permit_wait``, ``pod_bound``, ``queue_incoming`` and
   ``rest_request`` are called by ``schedule_one``, the queue and the HTTP transport.
 
-Gauges that describe state (pending pods, unschedulable pods by plugin, cache size,
-queued entities) are read from the queue and the cache at scrape time by a custom
-collector, so the hot path pays nothing for them. Labelled children are cached in
-dicts: ``.labels(...)`` takes a lock and builds a tuple on every call.
+Every counter and histogram here is recorded per pod, per cycle or per request, so
+they are ``troupe.scheduler.fastmetrics`` families (lock-free, single-threaded; the
+exposition is prometheus_client's to the byte), and the recording calls keep their
+children in dicts keyed by their raw arguments, so a recording is a dict lookup and
+one ``inc`` or ``observe``. Gauges that describe state (pending pods, unschedulable
+pods by plugin, cache size, queued entities) are read from the queue and the cache at
+scrape time by a custom collector, so the hot path pays nothing for them.
 
 ``troupe.scheduler.health`` serves the registry on ``/metrics``; docs/metrics.md
 lists every metric.
@@ -24,19 +27,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from prometheus_client import (
-    GC_COLLECTOR,
-    PLATFORM_COLLECTOR,
-    PROCESS_COLLECTOR,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-)
+from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from troupe.queue import QueueName
 from troupe.queue.entity import QueuedEntity
+from troupe.scheduler.fastmetrics import (
+    CounterChild,
+    CounterFamily,
+    HistogramChild,
+    HistogramFamily,
+)
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 """Upstream records per-plugin durations on 10% of scheduling cycles
@@ -186,47 +188,47 @@ class SchedulerMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
         r = registry
-        self.schedule_attempts = Counter(
+        self.schedule_attempts = CounterFamily(
             "scheduler_schedule_attempts_total",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a "
             "pod could not be scheduled, while 'error' means an internal scheduler problem.",
             ["result", "profile"],
             registry=r,
         )
-        self.attempt_duration = Histogram(
+        self.attempt_duration = HistogramFamily(
             "scheduler_scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
             ["result", "profile"],
             buckets=ATTEMPT_BUCKETS,
             registry=r,
         )
-        self.algorithm_duration = Histogram(
+        self.algorithm_duration = HistogramFamily(
             "scheduler_scheduling_algorithm_duration_seconds",
             "Scheduling algorithm latency in seconds",
             buckets=ATTEMPT_BUCKETS,
             registry=r,
         )
-        self.queue_incoming = Counter(
+        self.queue_incoming = CounterFamily(
             "scheduler_queue_incoming_pods_total",
             "Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"],
             registry=r,
         )
-        self.extension_point_duration = Histogram(
+        self.extension_point_duration = HistogramFamily(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
             ["extension_point", "status", "profile"],
             buckets=EXTENSION_POINT_BUCKETS,
             registry=r,
         )
-        self.plugin_duration = Histogram(
+        self.plugin_duration = HistogramFamily(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"],
             buckets=PLUGIN_BUCKETS,
             registry=r,
         )
-        self.sli_duration = Histogram(
+        self.sli_duration = HistogramFamily(
             "scheduler_pod_scheduling_sli_duration_seconds",
             "E2e latency for a pod being scheduled, from the time the pod enters the "
             "scheduling queue and might involve multiple scheduling attempts.",
@@ -234,20 +236,20 @@ class SchedulerMetrics:
             buckets=SLI_BUCKETS,
             registry=r,
         )
-        self.pod_attempts = Histogram(
+        self.pod_attempts = HistogramFamily(
             "scheduler_pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod.",
             buckets=POD_ATTEMPTS_BUCKETS,
             registry=r,
         )
-        self.permit_wait_duration = Histogram(
+        self.permit_wait_duration = HistogramFamily(
             "scheduler_permit_wait_duration_seconds",
             "Duration of waiting on permit.",
             ["result"],
             buckets=PERMIT_WAIT_BUCKETS,
             registry=r,
         )
-        self.group_attempts = Counter(
+        self.group_attempts = CounterFamily(
             "scheduler_podgroup_schedule_attempts_total",
             "Number of attempts to schedule pod groups, by the result. 'unschedulable' "
             "means the group could not be scheduled, while 'error' means an internal "
@@ -255,20 +257,20 @@ class SchedulerMetrics:
             ["result", "profile"],
             registry=r,
         )
-        self.group_attempt_duration = Histogram(
+        self.group_attempt_duration = HistogramFamily(
             "scheduler_podgroup_scheduling_attempt_duration_seconds",
             "Pod group scheduling attempt latency in seconds (the whole group's cycle).",
             ["result", "profile"],
             buckets=ATTEMPT_BUCKETS,
             registry=r,
         )
-        self.rest_requests = Counter(
+        self.rest_requests = CounterFamily(
             "rest_client_requests_total",
             "Number of HTTP requests, partitioned by status code, method, and host.",
             ["code", "method", "host"],
             registry=r,
         )
-        self.rest_duration = Histogram(
+        self.rest_duration = HistogramFamily(
             "rest_client_request_duration_seconds",
             "Request latency in seconds. Broken down by verb, and host.",
             ["verb", "host"],
@@ -277,9 +279,14 @@ class SchedulerMetrics:
         )
         self._state = _StateCollector()
         r.register(self._state)
-        self._children: dict[tuple[object, ...], tuple[Counter, Histogram]] = {}
-        self._histograms: dict[tuple[object, ...], Histogram] = {}
-        self._counters: dict[tuple[str, str], Counter] = {}
+        # Children by the recording calls' raw arguments (before label mapping).
+        self._attempts: dict[tuple[str, str], tuple[CounterChild, HistogramChild]] = {}
+        self._group_attempts: dict[tuple[str, str], tuple[CounterChild, HistogramChild]] = {}
+        self._requests: dict[tuple[str, str, str], tuple[CounterChild, HistogramChild]] = {}
+        self._permit_waits: dict[str, HistogramChild] = {}
+        self._slis: dict[int, HistogramChild] = {}
+        self._algorithm = self.algorithm_duration.labels()
+        self._pod_attempts = self.pod_attempts.labels()
 
     @classmethod
     def for_process(cls) -> SchedulerMetrics:
@@ -296,83 +303,84 @@ class SchedulerMetrics:
 
     # --- recording (hot path: cached children only) ------------------------------------
 
-    def _pair(
-        self, kind: str, counter: Counter, histogram: Histogram, result: str, profile: str
-    ) -> tuple[Counter, Histogram]:
-        key = (kind, result, profile)
-        pair = self._children.get(key)
-        if pair is None:
-            pair = (counter.labels(result, profile), histogram.labels(result, profile))
-            self._children[key] = pair
-        return pair
-
-    def _histogram(self, parent: Histogram, *labels: str) -> Histogram:
-        key = (id(parent), *labels)
-        child = self._histograms.get(key)
-        if child is None:
-            child = self._histograms[key] = parent.labels(*labels)
-        return child
-
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         """One pod attempt (``AttemptStats`` hook)."""
-        count, duration = self._pair(
-            "pod", self.schedule_attempts, self.attempt_duration, result, profile
-        )
-        count.inc()
-        duration.observe(seconds)
+        pair = self._attempts.get((result, profile))
+        if pair is None:
+            pair = self._attempts[(result, profile)] = (
+                self.schedule_attempts.labels(result, profile),
+                self.attempt_duration.labels(result, profile),
+            )
+        pair[0].inc()
+        pair[1].observe(seconds)
 
     def group_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One pod-group cycle (``AttemptStats`` group hook)."""
-        count, duration = self._pair(
-            "group", self.group_attempts, self.group_attempt_duration, result, profile
-        )
-        count.inc()
-        duration.observe(seconds)
+        pair = self._group_attempts.get((result, profile))
+        if pair is None:
+            pair = self._group_attempts[(result, profile)] = (
+                self.group_attempts.labels(result, profile),
+                self.group_attempt_duration.labels(result, profile),
+            )
+        pair[0].inc()
+        pair[1].observe(seconds)
 
     def algorithm(self, seconds: float) -> None:
-        self.algorithm_duration.observe(seconds)
+        self._algorithm.observe(seconds)
 
     def observer(self, profile: str) -> ObserverFn:
         """The framework ``Observer`` of one profile: extension points always, plugins
         (plugin != "") only when the framework sampled the cycle."""
+        points: dict[tuple[str, str], HistogramChild] = {}
+        plugins: dict[tuple[str, str, str], HistogramChild] = {}
+        point_family, plugin_family = self.extension_point_duration, self.plugin_duration
 
         def observe(point: str, plugin: str, code: str, seconds: float) -> None:
-            status = STATUS_LABEL.get(code, code)
             if plugin:
-                self._histogram(self.plugin_duration, plugin, point, status).observe(seconds)
+                child = plugins.get((plugin, point, code))
+                if child is None:
+                    status = STATUS_LABEL.get(code, code)
+                    child = plugins[(plugin, point, code)] = plugin_family.labels(
+                        plugin, point, status
+                    )
             else:
-                self._histogram(self.extension_point_duration, point, status, profile).observe(
-                    seconds
-                )
+                child = points.get((point, code))
+                if child is None:
+                    status = STATUS_LABEL.get(code, code)
+                    child = points[(point, code)] = point_family.labels(point, status, profile)
+            child.observe(seconds)
 
         return observe
 
     def permit_wait(self, code: str, seconds: float) -> None:
-        self._histogram(self.permit_wait_duration, STATUS_LABEL.get(code, code)).observe(seconds)
+        child = self._permit_waits.get(code)
+        if child is None:
+            child = self._permit_waits[code] = self.permit_wait_duration.labels(
+                STATUS_LABEL.get(code, code)
+            )
+        child.observe(seconds)
 
     def pod_bound(self, attempts: int, seconds: float) -> None:
         """A pod was bound ``seconds`` after it first entered the active queue."""
-        self._histogram(self.sli_duration, attempts_label(attempts)).observe(seconds)
-        self.pod_attempts.observe(attempts)
+        child = self._slis.get(attempts)
+        if child is None:
+            child = self._slis[attempts] = self.sli_duration.labels(attempts_label(attempts))
+        child.observe(seconds)
+        self._pod_attempts.observe(attempts)
 
     def incoming(self, queue: str, event: str) -> None:
         """``SchedulingQueue`` ``on_incoming`` hook."""
-        child = self._counters.get((queue, event))
-        if child is None:
-            child = self._counters[(queue, event)] = self.queue_incoming.labels(queue, event)
-        child.inc()
+        self.queue_incoming.labels(queue, event).inc()
 
     def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
         """One HTTP request to the API server (``HttpTransport`` observer); ``code`` is
         the status code, or ``<error>`` when no reply came (client-go's label)."""
-        key = ("rest", code, method, host)
-        pair = self._children.get(key)
+        pair = self._requests.get((code, method, host))
         if pair is None:
-            pair = (
+            pair = self._requests[(code, method, host)] = (
                 self.rest_requests.labels(code, method, host),
                 self.rest_duration.labels(method, host),
             )
-            self._children[key] = pair
         pair[0].inc()
         pair[1].observe(seconds)
 
