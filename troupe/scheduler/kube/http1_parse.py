@@ -16,6 +16,16 @@ MAX_HEAD = 1 << 20  # status line + headers; the API server sends a few hundred 
 _MAX_CHUNK_LINE = 4096  # chunk size plus extensions
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 
+_SPACE = (b" ", b"\t")
+# The headers troupe acts on.
+_CONTENT_LENGTH, _TRANSFER_ENCODING, _CONNECTION, _RETRY_AFTER = range(4)
+_WANTED = {
+    b"content-length": _CONTENT_LENGTH,
+    b"transfer-encoding": _TRANSFER_ENCODING,
+    b"connection": _CONNECTION,
+    b"retry-after": _RETRY_AFTER,
+}
+
 # What the parser waits for next.
 _HEAD, _LENGTH, _CHUNK_SIZE, _CHUNK_DATA, _TRAILER, _UNTIL_CLOSE = range(6)
 
@@ -66,7 +76,21 @@ class ResponseParser:
 
     def feed(self, data: bytes) -> list[Reply]:
         """Every response completed by ``data`` (normally none or one)."""
+        if self._state == _HEAD and not self._buf and (end := data.find(b"\r\n\r\n")) >= 0:
+            # The common case, a whole response in one read, without buffer copies.
+            first = self._start(data[:end])
+            rest = data[end + 4 :]
+            if self._state == _LENGTH and len(rest) == self._remaining:
+                return [self._finish(rest)]
+            replies = [] if first is None else [first]
+            if not rest:
+                return replies
+            self._buf += rest
+            return replies + self._drain()
         self._buf += data
+        return self._drain()
+
+    def _drain(self) -> list[Reply]:
         replies: list[Reply] = []
         while True:
             before = (self._state, len(self._buf))
@@ -131,25 +155,25 @@ class ResponseParser:
         chunked = False
         retry_after: str | None = None
         for line in lines[1:]:
-            if line[:1] in (b" ", b"\t"):
-                continue  # obsolete line folding: part of a header troupe ignores
             name, sep, value = line.partition(b":")
-            if not sep or not name or name[-1:] in (b" ", b"\t"):
+            kind = _WANTED.get(name.lower())
+            if kind is None:
+                if (sep and name and name[-1:] not in _SPACE) or line[:1] in _SPACE:
+                    continue  # a header troupe ignores, or an obsolete folded line of one
                 raise ProtocolError(f"malformed header line {line[:80]!r}")
-            key = name.lower()
-            if key == b"content-length":
+            if kind == _CONTENT_LENGTH:
                 length = _content_length(value, length)
-            elif key == b"transfer-encoding":
+            elif kind == _TRANSFER_ENCODING:
                 if value.strip().lower() != b"chunked":
                     raise ProtocolError(f"unsupported Transfer-Encoding {value.strip()!r}")
                 chunked = True
-            elif key == b"connection":
+            elif kind == _CONNECTION:
                 tokens = {t.strip() for t in value.lower().split(b",")}
                 if b"close" in tokens:
                     keep_alive = False
                 elif b"keep-alive" in tokens:
                     keep_alive = True
-            elif key == b"retry-after":
+            else:
                 retry_after = value.strip().decode("latin-1")
         if 100 <= status < 200:
             if status == 101:
@@ -216,13 +240,16 @@ class ResponseParser:
 
 def _status_line(line: bytes) -> tuple[int, bool]:
     """Status code, and whether the connection persists by default (HTTP/1.1)."""
-    version, _, rest = line.partition(b" ")
-    code = rest[:3]
-    if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or not code.isdigit():
+    version = line[:9]
+    code = line[9:12]
+    if (
+        version not in (b"HTTP/1.1 ", b"HTTP/1.0 ")
+        or not code.isdigit()
+        or len(code) != 3
+        or line[12:13] not in (b"", b" ")
+    ):
         raise ProtocolError(f"bad status line {line[:80]!r}")
-    if rest[3:4] not in (b"", b" "):
-        raise ProtocolError(f"bad status line {line[:80]!r}")
-    return int(code), version == b"HTTP/1.1"
+    return int(code), version == b"HTTP/1.1 "
 
 
 def _content_length(value: bytes, previous: int | None) -> int:
