@@ -15,6 +15,7 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from troupe.api.client import ApiError
 from troupe.scheduler.kube.connection import connect
+from troupe.scheduler.kube.http1 import Http1Pool, encode_request
 from troupe.scheduler.kube.http1_pools import pool_for
 from troupe.scheduler.kube.transport import (
     NO_REPLY,
@@ -399,3 +400,84 @@ async def test_a_token_that_is_not_a_valid_header_is_refused_before_sending(toke
             await http.request("GET", "/ok")
         assert err.value.status == 0 and "not a valid header" in err.value.message
         assert server.requests == []
+
+
+async def test_a_request_that_times_out_waiting_for_a_connection_gives_back_its_turn() -> None:
+    arrived = asyncio.Event()
+    gate = asyncio.Event()
+
+    async def hold(req: Request, w: asyncio.StreamWriter) -> bool:
+        arrived.set()
+        await gate.wait()
+        w.write(reply())
+        await w.drain()
+        return True
+
+    async with (
+        ScriptedServer(routes(**{"/hold": hold})) as server,
+        client(server, limit=1) as (http, _),
+    ):
+        holding = asyncio.create_task(http.request("GET", "/hold"))
+        await arrived.wait()
+        with pytest.raises(ApiError) as err:
+            await http.request("GET", "/ok", timeout=0.05)
+        assert err.value.status == 0 and "timed out" in err.value.message
+        queued = asyncio.create_task(http.request("GET", "/ok"))
+        gate.set()
+        assert (await holding).status == 200
+        assert (await queued).status == 200
+        assert [r.target for r in server.requests] == ["/hold", "/ok"]
+        assert server.connections == 1
+
+
+def get(path: str) -> bytes:
+    return encode_request("GET", path, b"Host: test\r\n", None, "")
+
+
+@pytest.mark.parametrize(
+    ("idle_timeout", "connections"),
+    [
+        pytest.param(15.0, [1, 1, 1], id="an idle connection is reused"),
+        pytest.param(0.0, [1, 2, 3], id="an expired idle connection is closed, not reused"),
+    ],
+)
+async def test_idle_connections_are_reused_until_they_expire(
+    idle_timeout: float, connections: list[int]
+) -> None:
+    async with ScriptedServer(routes()) as server:
+        port = urlsplit(server.url).port
+        assert port is not None
+        pool = Http1Pool("127.0.0.1", port, limit=4, idle_timeout=idle_timeout)
+        for _ in connections:
+            reply = await pool.request(get("/ok"), connect_timeout=1.0, timeout=2.0)
+            assert reply.status == 200
+        await pool.close()
+        assert [r.connection for r in server.requests] == connections
+
+
+async def test_the_connection_used_last_is_reused_first() -> None:
+    arrived = {b"a": asyncio.Event(), b"b": asyncio.Event()}
+    go = {b"a": asyncio.Event(), b"b": asyncio.Event()}
+
+    async def hold(req: Request, w: asyncio.StreamWriter) -> bool:
+        arrived[req.body].set()
+        await go[req.body].wait()
+        w.write(reply())
+        await w.drain()
+        return True
+
+    async with (
+        ScriptedServer(routes(**{"/hold": hold})) as server,
+        client(server) as (http, _),
+    ):
+        a = asyncio.create_task(http.request("POST", "/hold", body=b"a"))
+        await arrived[b"a"].wait()
+        b = asyncio.create_task(http.request("POST", "/hold", body=b"b"))
+        await arrived[b"b"].wait()
+        go[b"a"].set()
+        await a
+        go[b"b"].set()
+        await b
+        await http.request("GET", "/next")
+        by_target = {(r.target, r.body): r.connection for r in server.requests}
+        assert by_target[("/next", b"")] == by_target[("/hold", b"b")] == 2

@@ -195,7 +195,8 @@ class Http1Pool:
         self._server_hostname = server_hostname if ssl_context is not None else None
         self.limit = max(1, limit)
         self._idle_timeout = idle_timeout
-        self._slots = asyncio.Semaphore(self.limit)
+        self._free = self.limit  # requests that may start now
+        self._waiters: deque[asyncio.Future[None]] = deque()  # FIFO, for a free slot
         self._idle: deque[_Connection] = deque()
         self._all: set[_Connection] = set()
         self._closed = False
@@ -214,12 +215,10 @@ class Http1Pool:
             raise ConnectionError("connection pool is closed")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        slots = self._slots
-        if slots.locked():
-            async with asyncio.timeout_at(deadline):
-                await slots.acquire()
+        if self._free > 0:
+            self._free -= 1
         else:
-            await slots.acquire()
+            await self._wait_for_slot(loop, deadline)
         try:
             conn = self._take_idle(loop.time())
             if conn is None:
@@ -232,7 +231,31 @@ class Http1Pool:
             self._put_idle(conn, loop.time())
             return reply
         finally:
-            slots.release()
+            self._release_slot()
+
+    async def _wait_for_slot(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        # A counter and a FIFO of futures rather than asyncio.Semaphore: the free
+        # case, on every request, is then one comparison.
+        granted: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(granted)
+        try:
+            async with asyncio.timeout_at(deadline):
+                await granted
+        except BaseException:
+            if granted.done() and not granted.cancelled():
+                self._release_slot()  # handed a slot just as we gave up: pass it on
+            elif granted in self._waiters:  # else a release already skipped it
+                self._waiters.remove(granted)
+            raise
+
+    def _release_slot(self) -> None:
+        waiters = self._waiters
+        while waiters:
+            granted = waiters.popleft()
+            if not granted.done():
+                granted.set_result(None)  # the slot goes straight to the longest waiter
+                return
+        self._free += 1
 
     async def close(self) -> None:
         """Close every connection; requests in flight fail, later ones are refused."""
