@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench import basic, e2e, gang
+from bench import basic, e2e, gang, transport
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,6 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     basic.add_arguments(sub.add_parser("basic", help="SchedulingBasic in process"))
     e2e.add_arguments(sub.add_parser("e2e", help="SchedulingBasic over HTTP vs bind-only"))
     gang.add_arguments(sub.add_parser("gang", help="gang shapes: troupe vs Coscheduling"))
+    transport.add_arguments(sub.add_parser("transport", help="client CPU per API request"))
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
@@ -22,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
         return e2e.run(args)
     if args.name == "gang":
         return gang.run(args)
+    if args.name == "transport":
+        return transport.run(args)
     return 2
 
 
