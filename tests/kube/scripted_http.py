@@ -2,17 +2,25 @@
 
 Each request path picks a route that writes whatever bytes the test wants (chunked,
 split, truncated, never) and says whether the connection stays open. The server
-counts connections, so tests can see reuse, and records every request.
+counts connections, so tests can see reuse, and records every request. ``routes()``
+is the standard script; ``client(server)`` an ``HttpTransport`` on it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import ssl
 import struct
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+
+from kubernetes_asyncio.client import ApiClient
+from troupe.scheduler.kube.connection import connect
+from troupe.scheduler.kube.transport import HttpTransport, Timeouts
 
 
 @dataclass
@@ -122,3 +130,120 @@ class ScriptedServer:
                 headers[name.strip().lower()] = value.strip()
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         return Request(number, method, target, headers, body)
+
+
+# --- the standard script, and a client for it -----------------------------------------
+
+LARGE = bytes(range(256)) * 32768  # 8 MiB
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.005)
+
+
+@asynccontextmanager
+async def client(
+    server: ScriptedServer, *, limit: int | None = None, total: float = 5.0
+) -> AsyncIterator[tuple[HttpTransport, ApiClient]]:
+    api = await connect(None, server.url, False)
+    if limit is not None:
+        api.configuration.connection_pool_maxsize = limit
+    try:
+        yield HttpTransport(api, Timeouts(connect=1.0, total=total)), api
+    finally:
+        await api.close()
+
+
+async def chunked(req: Request, w: asyncio.StreamWriter) -> bool:
+    w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    for piece in (b"5\r\nhello\r\n", b"6\r\n, worl\r\n", b"1\r\nd\r\n", b"0\r\n\r\n"):
+        await w.drain()
+        w.write(piece)
+    await w.drain()
+    return True
+
+
+async def split(req: Request, w: asyncio.StreamWriter) -> bool:
+    raw = reply(200, b'{"split":"across writes"}')
+    for i in range(0, len(raw), 7):
+        w.write(raw[i : i + 7])
+        await w.drain()
+    return True
+
+
+async def large(req: Request, w: asyncio.StreamWriter) -> bool:
+    w.write(reply(200, LARGE))
+    await w.drain()
+    return True
+
+
+async def large_chunked(req: Request, w: asyncio.StreamWriter) -> bool:
+    w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    for i in range(0, len(LARGE), 100_000):
+        piece = LARGE[i : i + 100_000]
+        w.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        await w.drain()
+    w.write(b"0\r\n\r\n")
+    return True
+
+
+async def close(req: Request, w: asyncio.StreamWriter) -> bool:
+    w.write(reply(200, b"{}", {"Connection": "close"}))
+    await w.drain()
+    return False
+
+
+async def until_close(req: Request, w: asyncio.StreamWriter) -> bool:
+    w.write(b"HTTP/1.1 200 OK\r\n\r\nthe body ends when the connection does")
+    await w.drain()
+    return False
+
+
+async def bye(req: Request, w: asyncio.StreamWriter) -> bool:
+    w.write(reply())  # promises keep-alive, then closes the idle connection anyway
+    await w.drain()
+    return False
+
+
+async def drop(req: Request, w: asyncio.StreamWriter) -> bool:
+    return False  # reads the request, closes without a byte of reply
+
+
+async def cut(req: Request, w: asyncio.StreamWriter) -> bool:
+    w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{partial")
+    await w.drain()
+    reset(w)
+    return False
+
+
+async def unasked(req: Request, w: asyncio.StreamWriter) -> bool:
+    w.write(reply(200, b"{}") + b"HTTP/1.1 200 OK\r\n")  # a second, unasked-for reply
+    await w.drain()
+    return True
+
+
+async def echo(req: Request, w: asyncio.StreamWriter) -> bool:
+    w.write(reply(200, json.dumps({"target": req.target, "headers": req.headers}).encode()))
+    await w.drain()
+    return True
+
+
+def routes(**extra: Route) -> dict[str, Route]:
+    return {
+        "/chunked": chunked,
+        "/split": split,
+        "/large": large,
+        "/large-chunked": large_chunked,
+        "/close": close,
+        "/until-close": until_close,
+        "/retry": answer(429, b'{"kind":"Status","message":"slow down"}', {"Retry-After": "7"}),
+        "/bye": bye,
+        "/drop": drop,
+        "/cut": cut,
+        "/extra": unasked,
+        "*": echo,
+        **extra,
+    }
