@@ -52,6 +52,7 @@ from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
+from troupe.scheduler.messages import pre_filter_excluded_reason
 from troupe.scheduler.waiting_pods import WaitingPod, WaitingPods
 
 log = structlog.get_logger("troupe.framework")
@@ -73,6 +74,15 @@ def _no_observer(point: str, plugin: str, code: str, seconds: float) -> None:
 def _error(plugin: str, point: str, exc: BaseException | str) -> Status:
     status = Status.from_error(exc if isinstance(exc, BaseException) else RuntimeError(exc))
     return status.wrapped(f'running "{plugin}" {point} plugin').stamped(plugin)
+
+
+@dataclass(frozen=True, slots=True)
+class MergedPreFilterResult(PreFilterResult):
+    """The intersection of the PreFilter results of one cycle, with the plugins
+    that restricted it (upstream's ``pluginsWithNodes``, sorted): the nodes it
+    leaves out are theirs to explain in the diagnosis."""
+
+    plugins: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,9 +230,11 @@ class Framework:
 
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable
-    ) -> tuple[PreFilterResult | None, Status]:
+    ) -> tuple[MergedPreFilterResult | None, Status]:
+        """The merged node restriction (None: all nodes) and the point's status."""
         start = time.perf_counter()
         merged: frozenset[str] | None = None
+        restricting: list[str] = []
         status = SUCCESS
         sampled = state.get(RECORD_PLUGIN_METRICS)
         for name, plugin in self.pre_filter:
@@ -245,6 +257,7 @@ class Framework:
                 )
                 break
             if result is not None and result.node_names is not None:
+                restricting.append(name)
                 merged = result.node_names if merged is None else merged & result.node_names
                 if not merged:
                     status = Status.unresolvable(
@@ -253,7 +266,9 @@ class Framework:
                     )
                     break
         self._timed("PreFilter", start, status)
-        return (PreFilterResult(merged) if merged is not None else None), status
+        if merged is None:
+            return None, status
+        return MergedPreFilterResult(merged, tuple(sorted(restricting))), status
 
     def run_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: BoolArray
@@ -286,11 +301,28 @@ class Framework:
         self._timed("Filter", start, status)
         return FilterOutcome(feasible, tuple(rejected), status)
 
-    def diagnose(self, outcome: FilterOutcome, num_nodes: int) -> Diagnosis:
-        """Count, per reason, the nodes each plugin was first to reject."""
+    def diagnose(
+        self,
+        outcome: FilterOutcome,
+        num_nodes: int,
+        left_out: BoolArray | None = None,
+        pre: MergedPreFilterResult | None = None,
+    ) -> Diagnosis:
+        """Count, per reason, the nodes each plugin was first to reject.
+
+        ``left_out``: the nodes the PreFilter result ``pre`` excluded. As upstream's
+        findNodesThatFitPod, they count as UnschedulableAndUnresolvable with
+        ``node(s) didn't satisfy plugin(s) [<plugins>]``, and the restricting plugins
+        join the rejectors (their queueing hints release the pod)."""
         diagnosis = Diagnosis(num_nodes=num_nodes)
         counts = diagnosis.reason_counts
         unresolvable: BoolArray | None = None
+        if left_out is not None and pre is not None:
+            n = int(np.count_nonzero(left_out))
+            if n:
+                counts[pre_filter_excluded_reason(pre.plugins)] = n
+                unresolvable = left_out
+            diagnosis.unschedulable_plugins.update(pre.plugins)
         for name, result, newly in outcome.rejected_by:
             diagnosis.unschedulable_plugins.add(name)
             for rejection in result.explain():

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from troupe.api.framework import Diagnosis
 
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
@@ -26,6 +28,12 @@ def fit_error_message(diagnosis: Diagnosis) -> str:
     if diagnosis.post_filter_message:
         message += f" {diagnosis.post_filter_message}."
     return message
+
+
+def pre_filter_excluded_reason(plugins: Sequence[str]) -> str:
+    """The reason of the nodes a PreFilter result left out (upstream formats the
+    sorted plugin list with Go's %v: ``[NodeAffinity]``, ``[A B]``)."""
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]"
 
 
 def scheduled_message(namespace: str, name: str, node: str) -> str:

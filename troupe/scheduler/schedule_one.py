@@ -305,17 +305,19 @@ class Scheduler(BindingCycle):
             )
             return self._post_filter(fwk, state, info, diagnosis, status)
         candidates = table.present
+        left_out = None
         if pre is not None and pre.node_names is not None:
             allowed = np.zeros(table.capacity, dtype=bool)
             allowed[[table.index[n] for n in pre.node_names if n in table.index]] = True
             candidates = candidates & allowed
+            left_out = table.present & ~allowed
         # Run "filter" plugins over every candidate node at once.
         outcome = fwk.run_filter(state, info, table, candidates)
         if not outcome.status.is_success:
             return CycleFailure(outcome.status)
         slots, evaluated = self.feasible_slots(fwk, outcome.feasible)
         if len(slots) == 0:
-            diagnosis = fwk.diagnose(outcome, num_nodes)
+            diagnosis = fwk.diagnose(outcome, num_nodes, left_out, pre)
             return self._post_filter(fwk, state, info, diagnosis, Status.unschedulable())
         if len(slots) == 1:
             return ScheduleResult(table.names[int(slots[0])], evaluated, 1)
