@@ -516,7 +516,20 @@ class Framework:
         return status
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Every PostBind plugin. The pod is bound already: PostBind is informational
+        (upstream), so a plugin that fails is logged and the others still run."""
         start = time.perf_counter()
-        for _name, plugin in self.post_bind:
-            plugin.post_bind(state, pod, node_name)
+        sampled = state.get(RECORD_PLUGIN_METRICS)
+        for name, plugin in self.post_bind:
+            t = time.perf_counter()
+            st = SUCCESS
+            try:
+                plugin.post_bind(state, pod, node_name)
+            except Exception as exc:
+                st = _error(name, "postBind", exc)
+                log.error(
+                    "postbind failed", plugin=name, pod=pod.key, node=node_name, error=st.message
+                )
+            if sampled:
+                self._plugin_timed("PostBind", name, t, st)
         self._timed("PostBind", start, SUCCESS)
