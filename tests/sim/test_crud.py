@@ -277,3 +277,23 @@ async def test_system_namespaces_and_priority_classes_exist_at_start(http: Http)
         "system-node-critical",
         "system-cluster-critical",
     }
+
+
+async def test_create_accepts_yaml_and_refuses_protobuf(http: Http) -> None:
+    manifest = "metadata: {name: cfg}\ndata: {a: b}\n"
+    async with http.session.post(
+        http.base + "/api/v1/namespaces/default/configmaps",
+        data=manifest,
+        headers={"Content-Type": "application/yaml"},
+    ) as response:
+        assert response.status == 201
+        assert (await response.json())["data"] == {"a": "b"}
+    async with http.session.post(
+        http.base + "/api/v1/namespaces/default/configmaps",
+        data=b"k8s\x00\n\x0f",
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+    ) as response:
+        assert response.status == 415
+        body = await response.json()
+    assert body["reason"] == "UnsupportedMediaType"
+    assert "(application/vnd.kubernetes.protobuf)" in body["message"]

@@ -101,3 +101,41 @@ async def test_custom_resources_through_kubectl(kubeconfig: Path) -> None:
     )
     code, out, _ = await kubectl(kubeconfig, "get", "pg", "g", "-o", "jsonpath={.spec.minMember}")
     assert (code, out) == (0, "3")
+
+
+async def test_imperative_generators_get_415_naming_protobuf(kubeconfig: Path) -> None:
+    # kubectl's typed clients send protobuf whatever discovery says, and fall back to JSON
+    # only after a 415 to CBOR: the server names the refused type instead of a parse error.
+    code, _, err = await kubectl(kubeconfig, "create", "namespace", "team-a")
+    assert code == 1
+    assert err.strip() == (
+        "Error from server (UnsupportedMediaType): the body of the request was in an unknown "
+        "format (application/vnd.kubernetes.protobuf) - accepted media types include: "
+        "application/json, application/yaml"
+    )
+
+
+async def test_generators_work_through_client_side_dry_run(kubeconfig: Path) -> None:
+    # The documented workaround: generate YAML locally, create it from the file.
+    generated = [
+        (("namespace", "team-a"), "namespace/team-a created\n"),
+        (
+            ("priorityclass", "high", "--value=1000"),
+            "priorityclass.scheduling.k8s.io/high created\n",
+        ),
+        (
+            ("pdb", "web", "--selector=app=web", "--min-available=1"),
+            "poddisruptionbudget.policy/web created\n",
+        ),
+        (("configmap", "settings", "--from-literal=a=b"), "configmap/settings created\n"),
+    ]
+    for args, created in generated:
+        code, manifest, err = await kubectl(
+            kubeconfig, "create", *args, "--dry-run=client", "-o", "yaml"
+        )
+        assert (code, err) == (0, "")
+        assert await kubectl(kubeconfig, "create", "-f", "-", stdin=manifest) == (0, created, "")
+    code, out, _ = await kubectl(
+        kubeconfig, "get", "priorityclass", "high", "-o", "jsonpath={.value}"
+    )
+    assert (code, out) == (0, "1000")
