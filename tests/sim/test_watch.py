@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from unittest import mock
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 from troupe.sim.apiserver import ApiServer
+from troupe.sim.apiserver.selectors import parse_field_selector, parse_label_selector
+from troupe.sim.apiserver.watch import WatchStreams, serve_watch
 
 from tests.sim.conftest import Http, pod
 
@@ -205,3 +209,29 @@ async def test_kubernetes_asyncio_watch_sees_bookmarks_and_events(
     await later(0.3, http.post(PODS, pod("a")))
     await consuming
     assert "ADDED" in seen and "BOOKMARK" in seen
+
+
+async def test_cancelling_a_watch_handler_cancels_it_and_closes_the_watcher() -> None:
+    # Server shutdown cancels the handlers of open streams: the cancellation must reach
+    # the task (not be swallowed into a normal return) and the watcher must be released.
+    server = ApiServer()
+    transport = mock.Mock()
+    transport.is_closing.return_value = False
+    request = make_mocked_request("GET", PODS + "?watch=true", transport=transport)
+    streams = WatchStreams()
+    store = server.store
+    rt = store.resolve("pods")
+    labels, fields = parse_label_selector(None), parse_field_selector(None)
+    task = asyncio.ensure_future(
+        serve_watch(
+            request, store, rt, None, labels, fields, bookmark_interval=60.0, streams=streams
+        )
+    )
+    while not streams.open:
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+    assert streams.open == {}
+    assert store.hub.watcher_count(rt.key) == 0

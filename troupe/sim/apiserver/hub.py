@@ -64,6 +64,10 @@ class Hub:
         watcher.close()
         self._watchers.get(watcher.key, set()).discard(watcher)
 
+    def watcher_count(self, key: str) -> int:
+        """Open watchers of one kind (a closed stream has unregistered its own)."""
+        return len(self._watchers.get(key, ()))
+
     def close_watchers(self, key: str | None = None) -> int:
         closed = 0
         for watch_key, watchers in self._watchers.items():
