@@ -2,9 +2,10 @@
 
 ``connect`` is called once by the CLI (``troupe run``) and by tests and benchmarks
 against the embedded cluster. It resolves credentials the way kube-scheduler does:
-``--master`` overrides the server URL of whatever else is loaded; ``--in-cluster``
-uses the pod's service account (token rotated by ``kubernetes_asyncio``'s refresh
-hook); otherwise the explicit kubeconfig path, then ``$KUBECONFIG`` (colon-separated
+``--master`` overrides the server URL of whatever else is loaded; ``in_cluster``
+(chosen by ``troupe run`` when no kubeconfig is given and ``KUBERNETES_SERVICE_HOST`` is
+set, as inside a pod) uses the pod's service account (token rotated by
+``kubernetes_asyncio``'s refresh hook); otherwise the explicit kubeconfig path, then ``$KUBECONFIG`` (colon-separated
 list), then ``~/.kube/config``. ``connection_pool_maxsize`` is sized for the binding
 concurrency plus the long-lived watches; it bounds both the HTTP/1.1 pool requests
 go through (``http1_pools``) and aiohttp's, which carries the watches.
@@ -81,7 +82,8 @@ async def connect(
         elif not master:
             raise KubeConnectionError(
                 f"kubeconfig {', '.join(paths)} does not exist; pass --kubeconfig, "
-                "set KUBECONFIG, use --master, or run in a cluster with --in-cluster"
+                "set KUBECONFIG or use --master (inside a pod, leave them unset: the "
+                "service account is used when KUBERNETES_SERVICE_HOST is set)"
             )
     if master:
         # Like clientcmd's BuildConfigFromFlags: --master wins over the kubeconfig server.

@@ -11,7 +11,9 @@ uses ``ApiServer.store`` directly.
 
 from __future__ import annotations
 
+import hmac
 import logging
+import ssl
 from pathlib import Path
 from typing import Any, Final
 
@@ -42,7 +44,12 @@ class ApiServer:
         bookmark_interval: float = 60.0,
         history: int = 10000,
         clock: Clock | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        token: str | None = None,
     ) -> None:
+        """``ssl_context`` serves HTTPS; ``token`` requires ``Authorization: Bearer <token>``
+        on every request but the health probes (a static-token authenticator, so clients'
+        credential handling can be checked end to end)."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -50,21 +57,26 @@ class ApiServer:
         self.streams = WatchStreams()
         self.faults = Faults(self.streams.drop_all, self.store.compact)
         self.url = ""
+        self.ssl_context = ssl_context
+        self.token = token
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> str:
-        """Listen; returns the base URL ``http://127.0.0.1:<port>``."""
+        """Listen; returns the base URL ``http(s)://127.0.0.1:<port>``."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(
             app, access_log=None, handle_signals=False, shutdown_timeout=0.5
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
+        site = web.TCPSite(
+            self._runner, self.host, self.port, backlog=1024, ssl_context=self.ssl_context
+        )
         await site.start()
         address = self._runner.addresses[0]
         self.port = int(address[1])
-        self.url = f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        self.url = f"{scheme}://{self.host}:{self.port}"
         return self.url
 
     async def stop(self) -> None:
@@ -90,6 +102,8 @@ class ApiServer:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         try:
+            if self.token is not None:
+                self._authenticate(request)
             if self.faults.active:
                 await self.faults.apply(request.method, request.path)
             return await self._route(request)
@@ -108,6 +122,14 @@ class ApiServer:
             log.exception("%s %s failed", request.method, request.path)
             body = status_failure(500, "InternalError", f"Internal error occurred: {error}", {})
             return web.Response(body=dumps(body), status=500, content_type="application/json")
+
+    def _authenticate(self, request: web.Request) -> None:
+        if request.path.strip("/") in _HEALTH:
+            return
+        sent = request.headers.get("Authorization", "")
+        expected = f"Bearer {self.token}"
+        if not hmac.compare_digest(sent.encode(), expected.encode()):
+            raise ApiError(status_failure(401, "Unauthorized", "Unauthorized"))
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
