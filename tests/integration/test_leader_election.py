@@ -1,6 +1,7 @@
 """Two ``troupe run`` processes against one embedded cluster: one schedules, the other
 stands by; kill -9 the leader and the standby takes over, binding every pod once and
-the pending gang whole; SIGTERM the new leader and it exits 0 releasing the lease."""
+the pending gang whole; SIGTERM the new leader and it exits 0 releasing the lease.
+A leader whose lease another holder takes exits 1 and logs why."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def served_port(log: Path) -> int | None:
             entry = json.loads(line)
         except ValueError:
             continue
-        if isinstance(entry, dict) and str(entry.get("event", "")).startswith("serving /metrics"):
+        if isinstance(entry, dict) and str(entry.get("msg", "")).startswith("serving /metrics"):
             return int(entry["port"])
     return None
 
@@ -85,6 +86,13 @@ async def start_replica(name: str, tmp_path: Path, kubeconfig: Path) -> asyncio.
         )
     finally:
         out.close()
+
+
+def log_entries(log: Path) -> list[dict[str, Any]]:
+    """Every line a replica wrote: each one is a JSON object."""
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert all(isinstance(e, dict) and {"ts", "level", "logger", "msg"} <= set(e) for e in entries)
+    return entries
 
 
 def lease_spec(cluster: SimCluster) -> dict[str, Any]:
@@ -175,3 +183,31 @@ async def test_the_standby_takes_over_a_killed_leader_and_binds_every_pod_once(
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+
+
+async def test_a_leader_whose_lease_is_taken_stops_and_exits_1_saying_why(
+    cluster: SimCluster, tmp_path: Path
+) -> None:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    proc = await start_replica("a", tmp_path, kubeconfig)
+    log = tmp_path / "a.log"
+    try:
+        await eventually(lambda: holder(cluster) == "a", timeout=30, what=log.read_text)
+        # Another holder writes the lease through the API server (a replica that saw
+        # it expire, or an operator): the leader's next renewal conflicts, re-reads.
+        lease = cluster.store.get("leases.coordination.k8s.io", LEASE, "kube-system")
+        lease["spec"].update(holderIdentity="thief_1", leaseDurationSeconds=60)
+        cluster.store.update("leases.coordination.k8s.io", lease)
+        code = await asyncio.wait_for(proc.wait(), 15)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert code == 1, log.read_text()[-2000:]
+    entries = log_entries(log)
+    taken = [e for e in entries if e["msg"] == "lease taken by another replica"]
+    assert [e["holder"] for e in taken] == ["thief_1"]
+    lost = [e for e in entries if e["msg"].startswith("leaderelection lost")]
+    assert [(e["level"], e["lease"]) for e in lost] == [("error", f"kube-system/{LEASE}")]
+    # It stopped without writing over the new holder's lease.
+    assert lease_spec(cluster)["holderIdentity"] == "thief_1"

@@ -1,11 +1,14 @@
-"""``troupe run`` as a process: start-up errors, and SIGTERM during a burst of bindings."""
+"""``troupe run`` as a process: start-up errors (each reported on a JSON log line, never
+a traceback), and SIGTERM during a burst of bindings."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from troupe.scheduler.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
@@ -28,6 +31,13 @@ async def run_troupe(*args: str) -> asyncio.subprocess.Process:
     )
 
 
+def json_lines(err: bytes) -> list[dict[str, Any]]:
+    """stderr of ``troupe run``: every line is one JSON object."""
+    entries = [json.loads(line) for line in err.decode().splitlines()]
+    assert all(isinstance(e, dict) and {"ts", "level", "logger", "msg"} <= set(e) for e in entries)
+    return entries
+
+
 async def test_a_bad_profile_fails_at_start_with_the_offending_key(tmp_path: Path) -> None:
     profile = tmp_path / "profile.yaml"
     profile.write_text(
@@ -37,8 +47,9 @@ async def test_a_bad_profile_fails_at_start_with_the_offending_key(tmp_path: Pat
     proc = await run_troupe("--config", str(profile), "--kubeconfig", "/nonexistent")
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 1
+    problems = [e["err"] for e in json_lines(err) if e["msg"] == "invalid configuration"]
     assert "profiles[0].plugins.filter.enabled[0].name: unknown plugin 'NodeResourcesFitt'" in (
-        err.decode()
+        problems
     )
 
 
@@ -52,7 +63,25 @@ async def test_an_unreachable_api_server_fails_at_start_naming_it(tmp_path: Path
     proc = await run_troupe("--kubeconfig", str(kubeconfig))
     _, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 1
-    assert "127.0.0.1:9" in err.decode()
+    (failure,) = [e for e in json_lines(err) if e["level"] == "error"]
+    assert failure["msg"] == "cannot start"
+    assert "127.0.0.1:9" in failure["err"]
+
+
+async def test_a_forbidden_api_discovery_without_leader_election_exits_1_saying_so(
+    cluster: SimCluster, tmp_path: Path
+) -> None:
+    # A ClusterRole without the discovery rule: the API server answers 403 on /apis.
+    cluster.server.faults.fail("GET", r"^/apis$", 403, times=1000)
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    proc = await run_troupe("--kubeconfig", str(kubeconfig), "--leader-elect=false")
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 1, err.decode()[-2000:]
+    assert b"Traceback" not in err
+    (failure,) = [e for e in json_lines(err) if e["level"] == "error"]
+    assert failure["msg"] == "cannot start"
+    assert failure["err"].startswith("403: discovery of /apis")
+    assert "manifests/rbac.yaml" in failure["hint"]
 
 
 async def test_sigterm_during_a_burst_of_bindings_exits_cleanly_and_loses_nothing(

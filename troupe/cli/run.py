@@ -19,12 +19,12 @@ import asyncio
 import os
 import signal
 import socket
-import sys
 import uuid
 from dataclasses import dataclass
 
 import structlog
 
+from troupe.api.client import ApiError
 from troupe.api.clock import RealClock
 from troupe.api.config import (
     ConfigError,
@@ -110,7 +110,7 @@ def main(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         for problem in exc.problems:
-            print(f"troupe run: {args.config}: {problem}", file=sys.stderr)
+            log.error("invalid configuration", file=args.config or "(default)", err=problem)
         return 1
     kubeconfig = args.kubeconfig or config.client_connection.kubeconfig or None
     in_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
@@ -181,7 +181,9 @@ async def serve(config: ResolvedConfig, connection: Connection, options: Options
             return await serve_elected(config, connection, options, probes, stop)
         try:
             await daemon.start()
-        except (KubeConnectionError, StartupError) as exc:
+        except START_ERRORS as exc:
+            # Close what opened before the failure (connection pool, informers).
+            await daemon.stop(grace=0.0)
             return _cannot_start(exc)
         probes.started = True
         return await _schedule_until_stopped(daemon, stop, options.grace)
@@ -189,9 +191,22 @@ async def serve(config: ResolvedConfig, connection: Connection, options: Options
         await health.stop()
 
 
+START_ERRORS = (KubeConnectionError, StartupError, ApiError)
+"""What ``SchedulerDaemon.start`` raises when the cluster cannot be used: unreachable,
+caches never synced, or a request refused (a 403 on API discovery when the
+ClusterRole lacks a rule). Reported on one log line, exit 1, never a traceback."""
+
+
 def _cannot_start(exc: Exception) -> int:
-    log.error("cannot start", error=str(exc))
-    print(f"troupe run: {exc}", file=sys.stderr)
+    if isinstance(exc, ApiError) and exc.status in (401, 403):
+        log.error(
+            "cannot start",
+            err=str(exc),
+            hint="the API server refused troupe's credentials or RBAC; "
+            "compare the ClusterRole with manifests/rbac.yaml",
+        )
+    else:
+        log.error("cannot start", err=str(exc))
     return 1
 
 
@@ -206,7 +221,7 @@ async def _schedule_until_stopped(
         log.info("signal received, shutting down", grace=grace)
     await daemon.stop(grace=grace)
     if waiter.done() and not waiter.cancelled() and waiter.exception() is not None:
-        log.error("scheduling loop failed", error=repr(waiter.exception()))
+        log.error("scheduling loop failed", err=repr(waiter.exception()))
         return 1
     return 0
 
@@ -259,8 +274,9 @@ async def serve_elected(
         async def lead() -> None:
             try:
                 await daemon.start()
-            except asyncio.CancelledError:
-                # Leadership ended while the caches were syncing: close what opened.
+            except BaseException:
+                # Leadership ended while the caches were syncing, or start failed:
+                # close what opened.
                 await daemon.stop(grace=0.0)
                 raise
             probes.started = True
@@ -279,16 +295,19 @@ async def serve_elected(
         signals = asyncio.ensure_future(stop_on_signal())
         try:
             outcome = await elector.run(lead, stopped_leading)
-        except (KubeConnectionError, StartupError) as exc:
+        except START_ERRORS as exc:
             return _cannot_start(exc)
         except Exception as exc:
-            log.error("scheduling loop failed", error=repr(exc))
+            log.error("scheduling loop failed", err=repr(exc))
             return 1
         finally:
             signals.cancel()
             await asyncio.gather(signals, return_exceptions=True)
         if outcome is Outcome.LOST:
-            print("troupe run: leaderelection lost", file=sys.stderr)
+            # As kube-scheduler: exit so the pod restarts and stands by again.
+            log.error(
+                "leaderelection lost; exiting", lease=f"{le.resource_namespace}/{le.resource_name}"
+            )
             return 1
         return 0
     finally:
