@@ -59,3 +59,16 @@ def test_a_bad_profile_lists_every_problem_with_its_path(
 def test_a_missing_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate-config", str(tmp_path / "nope.yaml")]) == 1
     assert "nope.yaml" in capsys.readouterr().err
+
+
+def test_sim_metrics_port_without_serve_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("name: x\n")
+    with pytest.raises(SystemExit) as exited:
+        main(["sim", "--metrics-port", "9100", "--scenario", str(scenario)])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: troupe sim" in err
+    assert "--metrics-port needs --serve" in err

@@ -6,7 +6,8 @@ default scenario with a progress bar, print a summary and exit 0.
 ``--scenario FILE`` plays a YAML scenario (docs/scenarios.md).
 ``--serve`` keeps the cluster and the scheduler running until SIGTERM/SIGINT, with a
 kubeconfig written for kubectl; ``--metrics-port M`` serves the scheduler's
-``/metrics``, ``/healthz``, ``/livez`` and ``/readyz`` on 127.0.0.1:M meanwhile.
+``/metrics``, ``/healthz``, ``/livez`` and ``/readyz`` on 127.0.0.1:M meanwhile
+(``--metrics-port`` without ``--serve`` is a usage error).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=int, default=None, help="simulated nodes (--serve: 10)")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    # main() reports misused flags through the parser, as argparse reports its own.
+    p.set_defaults(sim_parser=p)
 
 
 def _config(path: str | None) -> ResolvedConfig:
@@ -59,6 +62,10 @@ def _config(path: str | None) -> ResolvedConfig:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.metrics_port is not None and not args.serve:
+        # Without --serve the scheduler ends with the scenario: nothing to scrape.
+        parser: argparse.ArgumentParser = args.sim_parser
+        parser.error("--metrics-port needs --serve (the endpoints live as long as the cluster)")
     configure_logging(args.log_level, fmt="console")
     try:
         config = _config(args.config)
