@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from troupe.scheduler.daemon import SchedulerDaemon
@@ -36,6 +37,26 @@ async def test_a_pod_is_bound_and_gets_a_scheduled_event(
     assert event["reportingController"] == "troupe-scheduler"
     conditions = {c["type"]: c for c in get_pod(cluster, "web")["status"]["conditions"]}
     assert conditions["PodScheduled"]["status"] == "True"
+
+
+async def test_each_profile_reports_events_under_its_own_scheduler_name(
+    cluster: SimCluster, start_daemon: Callable[..., Any]
+) -> None:
+    # kube-scheduler gives every profile its own event recorder.
+    await start_daemon(
+        profiles=[{"schedulerName": "troupe-scheduler"}, {"schedulerName": "troupe-batch"}]
+    )
+    cluster.store.create("pods", pod("web"))
+    cluster.store.create("pods", pod("job", scheduler="troupe-batch"))
+    cluster.store.create("pods", pod("huge", cpu="64", scheduler="troupe-batch"))
+    expected = {"web": "Scheduled", "job": "Scheduled", "huge": "FailedScheduling"}
+    for name, reason in expected.items():
+        await eventually(lambda n=name, r=reason: bool(events_for(cluster, n, r)), what=name)
+    reporters = {
+        name: events_for(cluster, name, reason)[0]["reportingController"]
+        for name, reason in expected.items()
+    }
+    assert reporters == {"web": "troupe-scheduler", "job": "troupe-batch", "huge": "troupe-batch"}
 
 
 async def test_a_pod_of_another_scheduler_is_never_touched(

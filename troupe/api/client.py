@@ -58,6 +58,9 @@ class Event:
     reason: str  # Scheduled | FailedScheduling | ...
     action: str  # Binding | Scheduling | ...
     note: str
+    # The scheduler name of the profile that made the decision: kube-scheduler gives each
+    # profile its own recorder. Empty: the client's own name.
+    reporting_controller: str = ""
 
 
 class SchedulerClient(Protocol):

@@ -159,6 +159,7 @@ class BindingCycle:
                 "Scheduled",
                 "Binding",
                 scheduled_message(m.namespace, m.name, node),
+                reporting_controller=fwk.name,
             )
         )
 

@@ -77,5 +77,12 @@ class FailureReporter:
         )
         self._writer.pod_status(info.pod, condition, None)
         self._writer.event(
-            Event(ObjectRef.of_pod(info.pod), "Warning", "FailedScheduling", "Scheduling", message)
+            Event(
+                ObjectRef.of_pod(info.pod),
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                message,
+                reporting_controller=fwk.name,
+            )
         )

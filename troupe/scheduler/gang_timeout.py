@@ -83,7 +83,15 @@ class GangTimeouts:
                 type="PodScheduled", status="False", reason=REASON_TIMEOUT, message=message
             )
             s.writer.pod_status(info.pod, condition, None)
+        profile = next((i.pod.spec.scheduler_name for i in entity.members.values()), "")
         s.writer.event(
-            Event(group_object_ref(ref), "Warning", "FailedScheduling", "Scheduling", message)
+            Event(
+                group_object_ref(ref),
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                message,
+                reporting_controller=profile,
+            )
         )
         log.info("gang schedule timeout", group=ref.key, timeout=timeout, placed=placed)

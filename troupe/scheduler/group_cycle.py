@@ -372,11 +372,23 @@ class GroupCycle:
             self._condition(info, reason, message)
             s.writer.event(
                 Event(
-                    ObjectRef.of_pod(info.pod), "Warning", "FailedScheduling", "Scheduling", message
+                    ObjectRef.of_pod(info.pod),
+                    "Warning",
+                    "FailedScheduling",
+                    "Scheduling",
+                    message,
+                    reporting_controller=fwk.name,
                 )
             )
         s.writer.event(
-            Event(group_object_ref(ref), "Warning", "FailedScheduling", "Scheduling", message)
+            Event(
+                group_object_ref(ref),
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                message,
+                reporting_controller=fwk.name,
+            )
         )
         self._group_condition(ref, "Unschedulable", message)
         log.debug("gang rejected", group=ref.key, message=message, profile=fwk.name)

@@ -233,7 +233,7 @@ class EventRecorder:
             "kind": "Event",
             "metadata": {"name": series.name, "namespace": series.namespace},
             "eventTime": micro_time(series.event_time),
-            "reportingController": self._controller,
+            "reportingController": e.reporting_controller or self._controller,
             "reportingInstance": self._instance,
             "action": e.action,
             "reason": e.reason,
