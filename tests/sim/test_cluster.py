@@ -122,7 +122,7 @@ async def test_bound_pod_runs_after_the_kubelet_delay(
         "ContainersReady": "True",
         "PodScheduled": "True",
     }
-    assert status["startTime"] and status["hostIP"] == "10.0.0.0" and status["podIP"]
+    assert status["startTime"] and status["hostIP"] == "10.0.0.1" and status["podIP"]
     assert [(c["name"], c["ready"], list(c["state"])) for c in status["containerStatuses"]] == [
         ("c", True, ["running"])
     ]

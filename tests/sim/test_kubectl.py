@@ -8,7 +8,9 @@ import asyncio
 import json
 from pathlib import Path
 
+from troupe.sim.apiserver import ApiServer
 from troupe.sim.crds import POD_GROUP_CRD
+from troupe.sim.nodespec import CONTAINER_RUNTIME, KERNEL_VERSION, OS_IMAGE, NodeSpec
 
 from tests.sim.conftest import Http, kubectl, pod
 
@@ -139,3 +141,18 @@ async def test_generators_work_through_client_side_dry_run(kubeconfig: Path) -> 
         kubeconfig, "get", "priorityclass", "high", "-o", "jsonpath={.value}"
     )
     assert (code, out) == (0, "1000")
+
+
+async def test_get_nodes_wide_shows_addresses_and_os(kubeconfig: Path, server: ApiServer) -> None:
+    server.store.create("nodes", NodeSpec(1).node(0, server.store.now()))
+    code, out, err = await kubectl(kubeconfig, "get", "nodes", "-o", "wide")
+    assert (code, err) == (0, "")
+    header, row = out.splitlines()
+    assert header.split() == [
+        "NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP", "EXTERNAL-IP",
+        "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME",
+    ]  # fmt: skip
+    cells = row.split()
+    assert cells[:2] == ["node-0", "Ready"]
+    assert cells[4:7] == ["v1.36.0-troupe-sim", "10.0.0.1", "<none>"]
+    assert row.split("<none>")[-1].split() == [*OS_IMAGE.split(), KERNEL_VERSION, CONTAINER_RUNTIME]

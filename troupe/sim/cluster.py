@@ -20,7 +20,7 @@ from troupe.sim.apiserver.server import ApiServer
 from troupe.sim.apiserver.store import Store
 from troupe.sim.crds import POD_GROUP_CRD
 from troupe.sim.kubelet import Kubelets
-from troupe.sim.nodespec import NodeSpec
+from troupe.sim.nodespec import NodeSpec, internal_ip
 
 
 class SimCluster:
@@ -44,6 +44,7 @@ class SimCluster:
         self.install_crds = install_crds
         self._specs = list(nodes)
         self._next_index: dict[str, int] = {}
+        self._ordinal = 0  # nodes ever created: their InternalIP
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -91,7 +92,8 @@ class SimCluster:
         start = self._next_index.get(spec.name_prefix, 0)
         names = []
         for index in range(start, start + spec.count):
-            node = spec.node(index)
+            node = spec.node(index, self.store.now(), internal_ip(self._ordinal))
+            self._ordinal += 1
             name = node["metadata"]["name"]
             self.kubelets.nodes.add(name)
             self.store.create("nodes", node, copy=False)

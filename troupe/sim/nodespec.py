@@ -4,12 +4,17 @@ Each node gets the well-known labels a real kubelet sets (``kubernetes.io/hostna
 ``kubernetes.io/os``, ``kubernetes.io/arch``, ``node.kubernetes.io/instance-type``),
 ``topology.kubernetes.io/zone`` round-robin over ``zones`` (and the region the zones
 belong to), ``troupe.dev/rack`` (racks numbered within each zone) and, when ``gpus`` > 0,
-an ``nvidia.com/gpu`` capacity. Status reports Ready, capacity = allocatable. Used by
-``SimCluster`` and by scenarios.
+an ``nvidia.com/gpu`` capacity. Status is what a kubelet reports (clients such as the
+official Python client require every ``nodeInfo`` field): Ready with no pressure
+conditions, an InternalIP and Hostname address, the kubelet endpoint, and ``nodeInfo``
+with stable machine, system and boot IDs derived from the node name; capacity =
+allocatable. Used by ``SimCluster`` and by scenarios.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -19,6 +24,11 @@ ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 REGION_LABEL: Final = "topology.kubernetes.io/region"
 RACK_LABEL: Final = "troupe.dev/rack"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
+KUBELET_VERSION: Final = "v1.36.0-troupe-sim"
+KERNEL_VERSION: Final = "6.8.0-troupe-sim"
+OS_IMAGE: Final = "troupe simulated node"
+CONTAINER_RUNTIME: Final = "sim://1.0"
+_ID_NAMESPACE: Final = uuid.UUID("5a6f6e3c-7d1b-4c59-9a57-7472f0b0e5e1")
 
 
 @dataclass(frozen=True)
@@ -38,8 +48,12 @@ class NodeSpec:
     region: str = "region-1"
     instance_type: str = "sim.large"
 
-    def node(self, index: int) -> dict[str, Any]:
-        """The Node object of the ``index``-th node of this spec (``<prefix>-<index>``)."""
+    def node(self, index: int, now: str = "", address: str = "") -> dict[str, Any]:
+        """The Node object of the ``index``-th node of this spec (``<prefix>-<index>``).
+
+        ``now`` (RFC 3339) stamps the conditions' heartbeat and transition times;
+        ``address`` is the InternalIP (default: ``internal_ip(index)``; ``SimCluster``
+        numbers every node of the cluster so prefixes do not share addresses)."""
         name = f"{self.name_prefix}-{index}"
         zone = self.zones[index % len(self.zones)] if self.zones else ""
         labels = {
@@ -66,7 +80,7 @@ class NodeSpec:
         spec: dict[str, Any] = {}
         if self.taints:
             spec["taints"] = [dict(t) for t in self.taints]
-        address = f"10.{(index >> 16) & 255}.{(index >> 8) & 255}.{index & 255}"
+        address = address or internal_ip(index)
         return {
             "apiVersion": "v1",
             "kind": "Node",
@@ -75,23 +89,61 @@ class NodeSpec:
             "status": {
                 "capacity": capacity,
                 "allocatable": dict(capacity),
-                "conditions": [
-                    {
-                        "type": "Ready",
-                        "status": "True",
-                        "reason": "KubeletReady",
-                        "message": "kubelet is posting ready status",
-                    }
-                ],
+                "conditions": _conditions(now),
                 "addresses": [
                     {"type": "InternalIP", "address": address},
                     {"type": "Hostname", "address": name},
                 ],
-                "nodeInfo": {
-                    "kubeletVersion": "v1.36.0-troupe-sim",
-                    "operatingSystem": "linux",
-                    "architecture": "amd64",
-                    "containerRuntimeVersion": "sim://1.0",
-                },
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": node_info(name),
+                "images": [],
             },
         }
+
+
+def internal_ip(ordinal: int) -> str:
+    """The ``ordinal``-th host address of 10.0.0.0/8 (10.0.0.1, 10.0.0.2, ...)."""
+    return str(ipaddress.IPv4Address("10.0.0.0") + 1 + ordinal % (2**24 - 2))
+
+
+def node_info(name: str) -> dict[str, str]:
+    """``status.nodeInfo`` as a kubelet reports it; the identifiers are stable per name."""
+    machine = uuid.uuid5(_ID_NAMESPACE, f"machine/{name}")
+    return {
+        "machineID": machine.hex,
+        "systemUUID": str(uuid.uuid5(_ID_NAMESPACE, f"system/{name}")).upper(),
+        "bootID": str(uuid.uuid5(_ID_NAMESPACE, f"boot/{name}")),
+        "kernelVersion": KERNEL_VERSION,
+        "osImage": OS_IMAGE,
+        "containerRuntimeVersion": CONTAINER_RUNTIME,
+        "kubeletVersion": KUBELET_VERSION,
+        "kubeProxyVersion": "",
+        "operatingSystem": "linux",
+        "architecture": "amd64",
+    }
+
+
+def _conditions(now: str) -> list[dict[str, str]]:
+    """The kubelet's node conditions: healthy and Ready, stamped ``now`` (RFC 3339)."""
+    healthy = (
+        ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    )
+    conditions = [
+        {"type": kind, "status": "False", "reason": reason, "message": message}
+        for kind, reason, message in healthy
+    ]
+    conditions.append(
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+        }
+    )
+    if now:
+        for condition in conditions:
+            condition["lastHeartbeatTime"] = now
+            condition["lastTransitionTime"] = now
+    return conditions

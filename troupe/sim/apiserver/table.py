@@ -3,7 +3,8 @@
 kubectl asks lists and watches for ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``
 and prints the columns the server chooses. Pods and nodes get the columns of upstream's
 printers (pkg/printers/internalversion: NAME READY STATUS RESTARTS AGE, wide: IP NODE
-NOMINATED NODE READINESS GATES; NAME STATUS ROLES AGE VERSION); every other kind gets
+NOMINATED NODE READINESS GATES; NAME STATUS ROLES AGE VERSION, wide: INTERNAL-IP
+EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME); every other kind gets
 NAME and AGE (upstream's default table convertor). Rows carry the object's metadata as
 PartialObjectMetadata (``includeObject=Metadata``, the default) or the whole object
 (``includeObject=Object``). Used by the list and watch handlers.
@@ -38,6 +39,11 @@ _NODE_COLUMNS: Final = (
     ("Roles", "string", 0),
     _AGE,
     ("Version", "string", 0),
+    ("Internal-IP", "string", 1),
+    ("External-IP", "string", 1),
+    ("OS-Image", "string", 1),
+    ("Kernel-Version", "string", 1),
+    ("Container-Runtime", "string", 1),
 )
 
 
@@ -112,14 +118,28 @@ def _node_cells(node: dict[str, Any], now: float) -> list[Any]:
     roles = sorted(
         k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/") and "/" in k
     )
-    version = ((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+    status = node.get("status") or {}
+    info = status.get("nodeInfo") or {}
     return [
         node["metadata"]["name"],
         state,
         ",".join(roles) or "<none>",
         age(node["metadata"].get("creationTimestamp", ""), now),
-        version,
+        info.get("kubeletVersion", ""),
+        _address(status, "InternalIP"),
+        _address(status, "ExternalIP"),
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
     ]
+
+
+def _address(status: dict[str, Any], kind: str) -> str:
+    # printers.getNodeInternalIP / getNodeExternalIP: the first address of the type.
+    for address in status.get("addresses") or []:
+        if address.get("type") == kind:
+            return str(address.get("address", ""))
+    return "<none>"
 
 
 def _columns(rt: ResourceType) -> tuple[Column, ...]:
