@@ -216,7 +216,8 @@ PROBLEMS = [
         workload(gang("workers", 4)),
         workload_ref("x"),
         "spec.podGroups",
-        'pod group "x" doesn\'t exist for a workload "w"',
+        'pod group "x" doesn\'t exist for a workload "w" '
+        "(named by its pods' spec.workloadRef.podGroup; the workload has \"workers\")",
         id="Workload without the pod's pod group is upstream's problem",
     ),
     pytest.param(

@@ -141,7 +141,7 @@ def test_each_workload_pod_group_and_replica_is_its_own_group() -> None:
     missing = d.problem(wref("nope"))
     assert (
         missing is not None
-        and missing.message == 'pod group "nope" doesn\'t exist for a workload "w"'
+        and missing.message.startswith('pod group "nope" doesn\'t exist for a workload "w"')
     )
     assert [r.key for r in d.refs_for_object(GangApi.WORKLOAD, NS, "w")] == sorted(
         [wref("workers", "r1").key, wref("ps").key, wref("nope").key]
@@ -332,44 +332,110 @@ MEMBERS = [
 
 
 @pytest.mark.parametrize(("schedulers", "message"), MEMBERS)
-def test_members_problem(schedulers: list[str], message: str | None) -> None:
+def test_members_naming_different_schedulers_are_a_problem(
+    schedulers: list[str], message: str | None
+) -> None:
     d = GangDirectory()
-    pods = [member(f"p{i}", scheduler=s) for i, s in enumerate(schedulers)]
-    problem = d.members_problem(ref(), pods)
+    d.upsert(GangApi.COSCHEDULING, cosched())
+    for i, s in enumerate(schedulers):
+        d.pod_seen(member(f"p{i}", scheduler=s))
+    problem = d.problem(ref())
     if message is None:
         assert problem is None
     else:
         assert problem is not None
         assert (problem.field, problem.message) == ("spec.schedulerName", message)
-    assert d.problem(ref()) == problem
 
 
-def test_a_members_problem_clears_once_the_members_agree() -> None:
+def test_a_members_problem_clears_once_the_odd_member_is_gone_and_the_queue_hears_both() -> None:
     d = GangDirectory()
     d.upsert(GangApi.COSCHEDULING, cosched())
-    assert d.members_problem(ref(), [member("a"), member("b", scheduler="x")]) is not None
+    heard: list[str] = []
+    d.on_change(lambda r: heard.append(r.key))
+    d.pod_seen(member("a"))
+    assert heard == []  # one scheduler: nothing to tell
+    d.pod_seen(member("b", scheduler="x"))
     assert d.problem(ref()) is not None
+    assert heard == [ref().key]
     assert d.policy(ref()) == GangPolicy(gang=True, min_count=2, created=1767225600.0)
-    assert d.members_problem(ref(), [member("a")]) is None
+    d.pod_gone(member("b", scheduler="x"))
     assert d.problem(ref()) is None
+    assert heard == [ref().key, ref().key]
 
 
 def test_an_object_problem_comes_before_a_members_problem() -> None:
     d = GangDirectory()
     d.upsert(GangApi.COSCHEDULING, cosched(min_member=0))
-    d.members_problem(ref(), [member("a"), member("b", scheduler="x")])
+    d.pod_seen(member("a"))
+    d.pod_seen(member("b", scheduler="x"))
     problem = d.problem(ref())
     assert problem is not None and problem.field == "spec.minMember"
+
+
+def test_a_pod_moving_to_another_group_leaves_the_first() -> None:
+    d = GangDirectory()
+    d.pod_seen(member("a"))
+    d.pod_seen(member("b", scheduler="x"))
+    d.pod_seen(member("b", group="other", scheduler="x"))
+    assert d.member_keys(ref().key) == {f"{NS}/a"}
+    assert d.problem(ref()) is None
 
 
 def test_forgetting_a_group_drops_its_members_problem_but_not_its_placements() -> None:
     d = GangDirectory()
     d.pod_placed(member("a"))
-    d.members_problem(ref(), [member("a"), member("b", scheduler="x")])
+    d.pod_seen(member("a"))
+    d.pod_seen(member("b", scheduler="x"))
     d.forget(ref())
+    d.pod_gone(member("b", scheduler="x"))
     assert d.problem(ref()) is None
     assert d.placed_count(ref().key) == 1
     d.forget(ref())  # twice is harmless
+
+
+def _remembered(d: GangDirectory) -> int:
+    """How many per-group entries the directory keeps (refs, verdicts, members)."""
+    return (
+        sum(len(refs) for refs in d._refs.values())
+        + len(d._verdicts)
+        + len(d._members)
+        + len(d._schedulers)
+        + len(d._member_problems)
+    )
+
+
+@pytest.mark.parametrize("object_last", [False, True], ids=["pods go last", "object goes last"])
+def test_a_group_is_forgotten_once_its_object_and_all_its_pods_are_gone(
+    object_last: bool,
+) -> None:
+    d = GangDirectory()
+    for i in range(100):
+        group = f"g{i}"
+        d.upsert(GangApi.COSCHEDULING, cosched(group, uid=f"u{i}"))
+        pods = [member(f"{group}-a", group), member(f"{group}-b", group, scheduler="x")]
+        for pod in pods:
+            d.pod_seen(pod)
+        gref = GroupRef(GangApi.COSCHEDULING, NS, group)
+        assert d.policy(gref) is not None and d.problem(gref) is not None
+        if object_last:
+            for pod in pods:
+                d.pod_gone(pod)
+            assert _remembered(d) > 0  # the object still exists
+            d.remove(GangApi.COSCHEDULING, NS, group)
+        else:
+            d.remove(GangApi.COSCHEDULING, NS, group)
+            assert _remembered(d) > 0  # its pods still exist
+            for pod in pods:
+                d.pod_gone(pod)
+        assert _remembered(d) == 0
+
+
+def test_a_pod_naming_a_group_that_never_existed_is_forgotten_with_it() -> None:
+    d = GangDirectory()
+    d.pod_seen(member("a", group="ghost"))
+    assert d.policy(GroupRef(GangApi.COSCHEDULING, NS, "ghost")) is None
+    d.pod_gone(member("a", group="ghost"))
+    assert _remembered(d) == 0
 
 
 def test_member_keys_follow_pods_that_name_the_group() -> None:

@@ -126,11 +126,14 @@ def workload_policy(wl: Workload, ref: GroupRef) -> GangPolicy | GroupProblem:
         if problem is not None:
             return problem
         return _from_union(group.policy, parse_time(wl.metadata.creation_timestamp))
-    # The GangScheduling plugin's PreEnqueue message, word for word.
+    # The GangScheduling plugin's PreEnqueue message, word for word, then which
+    # field of the pods names the pod group and what the Workload has instead.
+    names = ", ".join(f'"{g.name}"' for g in groups) or "none"
     return GroupProblem(
         ref,
         "spec.podGroups",
-        f'pod group "{ref.pod_group}" doesn\'t exist for a workload "{wl.metadata.name}"',
+        f'pod group "{ref.pod_group}" doesn\'t exist for a workload "{wl.metadata.name}" '
+        f"(named by its pods' spec.workloadRef.podGroup; the workload has {names})",
     )
 
 

@@ -33,6 +33,13 @@ class GangApi(StrEnum):
     POD_GROUP = "scheduling.k8s.io/v1alpha2"  # PodGroup, pods via spec.schedulingGroup
 
 
+MEMBER_FIELD: dict[GangApi, str] = {
+    GangApi.COSCHEDULING: f"metadata.labels[{POD_GROUP_LABEL}]",
+    GangApi.WORKLOAD: "spec.workloadRef",
+    GangApi.POD_GROUP: "spec.schedulingGroup.podGroupName",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class GroupRef:
     """A pod's group: the API object it names and, for Workloads, which pod group
@@ -57,6 +64,36 @@ class GroupRef:
     def object_key(self) -> str:
         """``namespace/name`` of the API object holding the policy."""
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def display(self) -> str:
+        """How messages name the group, whichever API it comes from: ``namespace/name``
+        of its object, and for a Workload's gang which pod group and replica."""
+        text = self.object_key
+        if self.api is GangApi.WORKLOAD:
+            text += f' pod group "{self.pod_group}"'
+            if self.replica_key:
+                text += f' replica "{self.replica_key}"'
+        return text
+
+    @property
+    def kind(self) -> str:
+        """The kind of the object holding the policy."""
+        return "Workload" if self.api is GangApi.WORKLOAD else "PodGroup"
+
+    @property
+    def member_field(self) -> str:
+        """The pod field that names the group."""
+        return MEMBER_FIELD[self.api]
+
+    @property
+    def min_count_field(self) -> str:
+        """The object field that sets the gang's quorum."""
+        if self.api is GangApi.COSCHEDULING:
+            return "spec.minMember"
+        if self.api is GangApi.WORKLOAD:
+            return f"spec.podGroups[{self.pod_group}].policy.gang.minCount"
+        return "spec.schedulingPolicy.gang.minCount"
 
     def __str__(self) -> str:
         return self.key
@@ -96,8 +133,6 @@ class GangPolicy:
     priority: int | None = None
     # When the group object was created (epoch seconds): QueueSort order (KEP-3370).
     created: float = 0.0
-    # Which scheduler the group's pods must name; "" = any of ours.
-    scheduler_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)

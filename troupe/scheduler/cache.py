@@ -163,6 +163,11 @@ class Cache:
         cached = self._pods.get(PodKey(key))
         return cached.node_name if cached is not None else None
 
+    def info_of(self, key: str) -> PodInfo | None:
+        """The pod as accounted (bound or assumed), or None."""
+        cached = self._pods.get(PodKey(key))
+        return cached.info if cached is not None else None
+
     def cleanup_expired(self) -> list[PodKey]:
         """Drop assumed pods whose binding finished but was never confirmed."""
         now = self._clock.now()

@@ -27,28 +27,27 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import structlog
 
-from troupe.api.client import ApiError, Event, ObjectRef
+from troupe.api.client import ApiError
 from troupe.api.cycle import CycleState
 from troupe.api.events import ASSIGNED_POD_DELETE
 from troupe.api.framework import Diagnosis
-from troupe.api.gangapi import ScheduledOutcome
-from troupe.api.gangs import GangApi, GangPolicy, GroupRef
-from troupe.api.objects import PodCondition
+from troupe.api.gangs import GangPolicy, GroupRef
 from troupe.api.podinfo import PodInfo
-from troupe.api.status import Status
+from troupe.api.status import Code, Status
 from troupe.queue.entity import QueuedGroupInfo
 from troupe.scheduler.batch import BatchPlacer, runs
-from troupe.scheduler.failure import REASON_UNSCHEDULABLE, failure_message
+from troupe.scheduler.failure import failure_message
 from troupe.scheduler.framework import Framework
-from troupe.scheduler.gangs.status import (
-    conditions_patch,
-    pod_group_scheduled_condition,
-    status_path,
+from troupe.scheduler.gangs.report import (
+    REASON_NOT_MEET_MIN_MEMBER,
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    GangReporter,
 )
 from troupe.scheduler.results import CycleFailure, ScheduleResult
 
@@ -57,17 +56,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("troupe.gang")
 
-REASON_NOT_MEET_MIN_MEMBER = "CoschedulingNotMeetMinMember"
-
-_KINDS = {
-    GangApi.COSCHEDULING: "PodGroup",
-    GangApi.WORKLOAD: "Workload",
-    GangApi.POD_GROUP: "PodGroup",
-}
-
-
-def group_object_ref(ref: GroupRef) -> ObjectRef:
-    return ObjectRef(_KINDS[ref.api], ref.namespace, ref.name, "", ref.api.value)
+Failure = tuple[PodInfo, Status, Diagnosis | None]
 
 
 def member_order(members: list[PodInfo]) -> list[PodInfo]:
@@ -98,6 +87,8 @@ class Admission:
     cycle: int
     min_count: int
     broken: str = ""
+    # The break was an API error (not a member deleted or bound elsewhere).
+    error: bool = False
     unposted: set[str] = field(default_factory=set)
     # Members whose binding failed or was called off: requeued together, with
     # backoff, once every member's binding has settled.
@@ -113,6 +104,7 @@ class GroupCycle:
         self.s = scheduler
         # Place runs of identical members as a batch (troupe.scheduler.batch).
         self.batching = batching
+        self.report = GangReporter(scheduler)
 
     # --- the cycle -------------------------------------------------------------------
 
@@ -129,14 +121,14 @@ class GroupCycle:
         # Members bound or assumed before this attempt (the cache reports this
         # attempt's assumptions to the directory too: count before placing).
         already = s.groups.placed_count(ref.key)
-        placed, failures, shortfall = self._place(fwk, policy, members)
+        placed, failures, shortfall = self._place(fwk, ref, policy, members, already)
         quorum = not policy.gang or already + len(placed) >= policy.min_count
-        if shortfall or not quorum:
+        if shortfall or not quorum or not placed:
+            # Below quorum, or (late members of a gang that has its quorum) none fit.
             for p in reversed(placed):
                 s.revert(fwk, p.state, p.info, p.result.node)
-            self._report_rejection(fwk, entity, policy, placed, failures, shortfall, already)
-            s.stats.group_attempt("unschedulable", fwk.name, time.perf_counter() - start)
-            s.queue.add_unschedulable_if_not_present(entity, cycle)
+            fit = already + len(placed)
+            self._reject(fwk, entity, policy, fit, failures, shortfall, start, cycle)
             return
         # Run "permit" plugins for every placed member; a rejection fails the gang.
         for p in placed:
@@ -144,20 +136,19 @@ class GroupCycle:
             if not (status.is_success or status.is_wait):
                 for q in reversed(placed):
                     s.revert(fwk, q.state, q.info, q.result.node)
-                failures.append((p.info, status, None))
-                self._report_rejection(fwk, entity, policy, [], failures, "", already)
-                s.stats.group_attempt("unschedulable", fwk.name, time.perf_counter() - start)
-                s.queue.add_unschedulable_if_not_present(entity, cycle)
+                fit = already + len(placed)
+                why = f"{p.info.key} rejected at Permit: {failure_message(status, None)}"
+                self._reject(
+                    fwk, entity, policy, fit, [(p.info, status, None)], "", start, cycle, why
+                )
                 return
         s.stats.group_attempt("scheduled", fwk.name, time.perf_counter() - start)
-        self._group_condition(ref, "Scheduled", f"{len(placed)} pods placed")
         placed_keys = {p.info.key for p in placed}
         remainder = [k for k in entity.members if k not in placed_keys]
         if remainder:
             plugins = set().union(*(self._plugins(st, d) for _, st, d in failures))
             s.queue.requeue_group_remainder(entity, remainder, cycle, unschedulable_plugins=plugins)
-            for info, status, diagnosis in failures:
-                self._condition(info, REASON_UNSCHEDULABLE, failure_message(status, diagnosis))
+            self._report_remainder(ref, policy, already + len(placed), failures)
         else:
             s.queue.done(entity.key)
         log.debug(
@@ -177,13 +168,18 @@ class GroupCycle:
             )
 
     def _place(
-        self, fwk: Framework, policy: GangPolicy, members: list[PodInfo]
-    ) -> tuple[list[Placement], list[tuple[PodInfo, Status, Diagnosis | None]], str]:
+        self,
+        fwk: Framework,
+        ref: GroupRef,
+        policy: GangPolicy,
+        members: list[PodInfo],
+        already: int,
+    ) -> tuple[list[Placement], list[Failure], str]:
         """Place what fits; returns (placements, failures, minResources shortfall)."""
         s = self.s
-        shortfall = self._min_resources_shortfall(policy)
+        shortfall = self._min_resources_shortfall(ref, policy, already)
         placed: list[Placement] = []
-        failures: list[tuple[PodInfo, Status, Diagnosis | None]] = []
+        failures: list[Failure] = []
         if shortfall:
             return placed, failures, shortfall
         # Existing pods' anti-affinity may tell members apart by their labels.
@@ -214,7 +210,7 @@ class GroupCycle:
         fwk: Framework,
         run: list[PodInfo],
         placed: list[Placement],
-        failures: list[tuple[PodInfo, Status, Diagnosis | None]],
+        failures: list[Failure],
     ) -> tuple[int, bool]:
         """Place members of ``run`` as a batch while candidates last: (how many it
         placed, whether batching applies to this run at all)."""
@@ -236,7 +232,7 @@ class GroupCycle:
         fwk: Framework,
         p: Placement,
         placed: list[Placement],
-        failures: list[tuple[PodInfo, Status, Diagnosis | None]],
+        failures: list[Failure],
         assumed: bool = False,
     ) -> None:
         s = self.s
@@ -250,16 +246,28 @@ class GroupCycle:
             return
         placed.append(p)
 
-    def _min_resources_shortfall(self, policy: GangPolicy) -> str:
-        if not policy.min_resources:
+    def _min_resources_shortfall(self, ref: GroupRef, policy: GangPolicy, already: int) -> str:
+        """scheduler-plugins ``CheckClusterResource``: the cluster's free capacity plus
+        what the group's own bound and assumed members hold must cover
+        ``minResources``. A group that already has its quorum is not checked again
+        (scheduler-plugins skips the check for a permitted group): its late members
+        are scheduled like the rest of a running gang."""
+        if not policy.min_resources or already >= policy.min_count:
             return ""
-        table = self.s.cache.table
+        s = self.s
+        table = s.cache.table
         present = table.present
+        held: dict[str, int] = {}
+        for key in s.groups.placed_members(ref.key):
+            info = s.cache.info_of(key)
+            if info is not None:
+                for resource, amount in info.requests.items():
+                    held[resource] = held.get(resource, 0) + amount
         missing = []
         for resource, amount in sorted(policy.min_resources.items()):
             row = table.resource_row(resource)
             free = int(np.sum((table.allocatable[row] - table.requested[row])[present]))
-            if free < amount:
+            if free + held.get(resource, 0) < amount:
                 missing.append(resource)
         return ", ".join(f"Insufficient {r}" for r in missing)
 
@@ -272,7 +280,7 @@ class GroupCycle:
         info, node = p.info, p.result.node
         if admission.broken:
             s.revert(fwk, p.state, info, node)
-            self._condition(info, REASON_UNSCHEDULABLE, admission.broken)
+            self.report.pod(info, REASON_UNSCHEDULABLE, admission.broken)
             self._settled(admission, info.key, released=True)
             return
         status = await s.bind_steps(fwk, p.state, info, node)
@@ -294,12 +302,13 @@ class GroupCycle:
         placed = s.groups.placed_count(admission.ref.key)
         if placed < admission.min_count and not admission.broken:
             admission.broken = (
-                f"gang {admission.ref.key}: binding {info.key} failed ({status.message}); "
+                f"gang {admission.ref.display}: binding {info.key} failed ({status.message}); "
                 f"{placed} of {admission.min_count} required pods remain placed, "
                 "the rest of the gang is released and retried"
             )
+            admission.error = not gone
         if not gone:
-            self._condition(info, "SchedulerError", f"binding failed: {status.message}")
+            self.report.pod(info, REASON_SCHEDULER_ERROR, f"binding failed: {status.message}")
         # Bound elsewhere or deleted: the informer reports it; never bind it again.
         self._settled(admission, info.key, released=not gone)
 
@@ -307,26 +316,28 @@ class GroupCycle:
         admission.unposted.discard(key)
         if released:
             admission.released.append(key)
-        if not admission.unposted and admission.released:
+        if admission.unposted:
+            return
+        ref = admission.ref
+        # KEP-5832: PodGroupScheduled=True once the gang's bindings are done.
+        if admission.broken:
+            outcome: Literal["SchedulerError", "Unschedulable"] = (
+                "SchedulerError" if admission.error else "Unschedulable"
+            )
+            self.report.group_condition(ref, outcome, admission.broken)
+        else:
+            placed = self.s.groups.placed_count(ref.key)
+            self.report.group_condition(
+                ref,
+                "Scheduled",
+                f"gang {ref.display}: {placed} of {admission.min_count} required pods placed",
+            )
+        if admission.released:
             self.s.queue.requeue_group_remainder(
                 admission.entity, admission.released, admission.cycle, unschedulable_plugins=set()
             )
 
     # --- telling the user ------------------------------------------------------------------
-
-    def _group_condition(self, ref: GroupRef, outcome: ScheduledOutcome, message: str) -> None:
-        """``PodGroupScheduled`` on native (v1alpha2) PodGroups; never True -> False."""
-        if ref.api is not GangApi.POD_GROUP:
-            return
-        obj = self.s.groups.get(ref.api, ref.namespace, ref.name)
-        previous = list(getattr(getattr(obj, "status", None), "conditions", None) or [])
-        conditions = pod_group_scheduled_condition(
-            previous, outcome, message[:1024], self.s.clock.wall()
-        )
-        if conditions != previous:
-            self.s.writer.merge_patch(
-                status_path(ref.api, ref.namespace, ref.name), conditions_patch(conditions)
-            )
 
     @staticmethod
     def _plugins(status: Status, diagnosis: Diagnosis | None) -> set[str]:
@@ -335,60 +346,86 @@ class GroupCycle:
             plugins.add(status.plugin)
         return plugins
 
-    def _condition(self, info: PodInfo, reason: str, message: str) -> None:
-        condition = PodCondition(
-            type="PodScheduled", status="False", reason=reason, message=message
-        )
-        self.s.writer.pod_status(info.pod, condition, None)
-
-    def _report_rejection(
+    def _reject(
         self,
         fwk: Framework,
         entity: QueuedGroupInfo,
         policy: GangPolicy,
-        placed: list[Placement],
-        failures: list[tuple[PodInfo, Status, Diagnosis | None]],
+        fit: int,
+        failures: list[Failure],
         shortfall: str,
-        already: int,
+        start: float,
+        cycle: int,
+        why: str = "",
     ) -> None:
+        """End an attempt that placed nothing: tell the members and the group why, and
+        hand the group back to the queue."""
         s = self.s
         ref = entity.ref
-        fit = already + len(placed)
-        if shortfall:
-            why = f"the cluster does not have the group's minResources free: {shortfall}"
-        elif failures:
-            info, status, diagnosis = failures[0]
-            why = failure_message(status, diagnosis)
+        error = any(status.code is Code.ERROR for _, status, _ in failures)
+        if not why:
+            if shortfall:
+                why = f"the cluster does not have the group's minResources free: {shortfall}"
+            elif failures:
+                why = failures_message(failures)
+            else:
+                why = "not enough members"
+        if fit >= policy.min_count:
+            # Late members of a gang that has its quorum, none of which fit.
+            message = f"gang {ref.display}: {fit} of {policy.min_count} required pods placed; {why}"
         else:
-            why = "not enough members"
-        message = f"gang {ref.key}: {fit} of {policy.min_count} required pods fit; {why}"
+            message = f"gang {ref.display}: {fit} of {policy.min_count} required pods fit; {why}"
         plugins: set[str] = set()
         for _, status, diagnosis in failures:
             plugins |= self._plugins(status, diagnosis)
-        entity.unschedulable_plugins = plugins
-        failed = {info.key for info, _, _ in failures}
+        # An internal error: retried after backoff, whatever the events (as a pod).
+        entity.unschedulable_plugins = set() if error else plugins
+        failed = {info.key: status for info, status, _ in failures}
         for info in entity.members.values():
-            reason = REASON_UNSCHEDULABLE if info.key in failed else REASON_NOT_MEET_MIN_MEMBER
-            self._condition(info, reason, message)
-            s.writer.event(
-                Event(
-                    ObjectRef.of_pod(info.pod),
-                    "Warning",
-                    "FailedScheduling",
-                    "Scheduling",
-                    message,
-                    reporting_controller=fwk.name,
-                )
-            )
-        s.writer.event(
-            Event(
-                group_object_ref(ref),
-                "Warning",
-                "FailedScheduling",
-                "Scheduling",
-                message,
-                reporting_controller=fwk.name,
-            )
+            failure = failed.get(info.key)
+            if failure is None:
+                reason = REASON_NOT_MEET_MIN_MEMBER
+            elif failure.code is Code.ERROR:
+                reason = REASON_SCHEDULER_ERROR
+            else:
+                reason = REASON_UNSCHEDULABLE
+            self.report.pod(info, reason, message)
+        self.report.group_event(ref, message)
+        self.report.group_condition(ref, "SchedulerError" if error else "Unschedulable", message)
+        result = "error" if error else "unschedulable"
+        s.stats.group_attempt(result, fwk.name, time.perf_counter() - start)
+        if error:
+            log.error("error scheduling gang", group=ref.key, message=message, profile=fwk.name)
+        else:
+            log.debug("gang rejected", group=ref.key, message=message, profile=fwk.name)
+        s.queue.add_unschedulable_if_not_present(entity, cycle)
+
+    def _report_remainder(
+        self, ref: GroupRef, policy: GangPolicy, placed: int, failures: list[Failure]
+    ) -> None:
+        """Members beyond the quorum that did not fit: the gang goes ahead without
+        them for now, and they say why."""
+        if not failures:
+            return
+        message = (
+            f"gang {ref.display}: {placed} of {policy.min_count} required pods placed; "
+            f"{failures_message(failures)}"
         )
-        self._group_condition(ref, "Unschedulable", message)
-        log.debug("gang rejected", group=ref.key, message=message, profile=fwk.name)
+        for info, status, _ in failures:
+            reason = REASON_SCHEDULER_ERROR if status.code is Code.ERROR else REASON_UNSCHEDULABLE
+            self.report.pod(info, reason, message)
+
+
+def failures_message(failures: list[Failure]) -> str:
+    """Why members did not fit, over all of them: one member's reasons when every
+    member failed alike, else each distinct reason with how many members it stopped
+    (most first)."""
+    counts: dict[str, int] = {}
+    for _, status, diagnosis in failures:
+        text = failure_message(status, diagnosis)
+        counts[text] = counts.get(text, 0) + 1
+    if len(counts) == 1:
+        (text,) = counts
+        return text
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return "; ".join(f"{n} pod(s): {text}" for text, n in ranked)

@@ -7,8 +7,10 @@ It implements ``troupe.api.gangs.GroupDirectory`` (``policy``, ``problem``,
   added or updated group object of any of the three APIs, ``remove`` for a deleted one;
 - the scheduler: ``pod_placed`` when a member is assumed or bound, ``pod_unplaced``
   when it is forgotten, unbound or deleted (KEP-3370 Permit counts assigned + assumed);
-- the queue: ``members_problem`` when it (re)forms a group from its pods, ``forget``
-  when a group has left the queue for good.
+- the pod informer: ``pod_seen`` / ``pod_gone`` for every pod, so it knows each
+  group's members and the scheduler each names (members naming different
+  schedulers are a ``problem``). A group is forgotten once its object and all its
+  pods are gone, so nothing is kept per group for ever.
 
 A group whose object does not exist has no policy: its pods wait for it (KEP-4671:
 "pods linked to the Workload object will not be scheduled until this Workload object
@@ -20,7 +22,7 @@ can re-check gating (KEP-5832 "EventsToRegister": PodGroup created).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TypeAlias
 
 import structlog
@@ -62,8 +64,11 @@ class GangDirectory:
         self._member_problems: dict[GroupKey, GroupProblem] = {}
         self._placed: dict[GroupKey, set[PodKey]] = {}
         # Every existing pod naming a group, in any phase (scheduler-plugins counts
-        # these against minMember); kept from the pod informer.
-        self._members: dict[GroupKey, set[PodKey]] = {}
+        # these against minMember), with the scheduler it names; kept from the pod
+        # informer. Per group, how many members name each scheduler.
+        self._members: dict[GroupKey, dict[PodKey, str]] = {}
+        self._group_of_member: dict[PodKey, GroupRef] = {}
+        self._schedulers: dict[GroupKey, dict[str, int]] = {}
         self._callbacks: list[ChangeCallback] = []
 
     # --- group objects (from the informers) ---------------------------------------------
@@ -88,6 +93,8 @@ class GangDirectory:
             return
         self._invalidate(key)
         self._notify(api, namespace, name)
+        for ref in self.refs_for_object(api, namespace, name):
+            self._forget_if_unused(ref)
 
     def get(self, api: GangApi, namespace: str, name: str) -> GroupObject | None:
         """The object as last seen (the v1alpha2 PodGroup's conditions, for status)."""
@@ -117,12 +124,12 @@ class GangDirectory:
         return verdict
 
     def problem(self, ref: GroupRef) -> GroupProblem | None:
-        """The object's problem (a bad field), else the last ``members_problem`` of the
-        group; None when the object is missing (that is waiting, not an error)."""
+        """The object's problem (a bad field), else its members' (pods naming
+        different schedulers); None when there is none."""
         verdict = self._verdict(ref)
         if isinstance(verdict, GroupProblem):
             return verdict
-        return self._member_problems.get(ref.key)
+        return self._members_problem(ref)
 
     def placed_count(self, key: GroupKey) -> int:
         placed = self._placed.get(key)
@@ -151,21 +158,36 @@ class GangDirectory:
             del self._placed[ref.key]
 
     def pod_seen(self, pod: Pod) -> None:
-        """A pod exists (added or updated)."""
+        """A pod exists (added or updated): it counts as a member of the group it names
+        (and no longer of a group it named before)."""
         ref = group_ref_of(pod)
-        if ref is not None:
-            self._members.setdefault(ref.key, set()).add(pod.key)
+        key = pod.key
+        if ref is None:
+            if key in self._group_of_member:
+                self._drop_member(key)
+            return
+        current = self._group_of_member.get(key)
+        if current is not None and current != ref:
+            self._drop_member(key)
+        self._remember(ref)
+        self._group_of_member[key] = ref
+        members = self._members.setdefault(ref.key, {})
+        scheduler = pod.spec.scheduler_name
+        before = members.get(key)
+        if before == scheduler:
+            return
+        members[key] = scheduler
+        counts = self._schedulers.setdefault(ref.key, {})
+        distinct = len(counts)
+        if before is not None:
+            _decrement(counts, before)
+        counts[scheduler] = counts.get(scheduler, 0) + 1
+        self._schedulers_changed(ref, distinct)
 
     def pod_gone(self, pod: Pod) -> None:
         """A pod was deleted."""
-        ref = group_ref_of(pod)
-        if ref is None:
-            return
-        members = self._members.get(ref.key)
-        if members is not None:
-            members.discard(pod.key)
-            if not members:
-                del self._members[ref.key]
+        if pod.key in self._group_of_member:
+            self._drop_member(pod.key)
 
     def member_keys(self, key: GroupKey) -> set[PodKey]:
         """Keys of every existing pod naming the group (a copy)."""
@@ -175,36 +197,55 @@ class GangDirectory:
         """Keys of the members bound or assumed (a copy)."""
         return set(self._placed.get(key, ()))
 
-    def members_problem(self, ref: GroupRef, pods: Iterable[Pod]) -> GroupProblem | None:
-        """Checks that need the pods: every member must name the same scheduler (and
-        the one the policy requires, if any). The answer is also what ``problem(ref)``
-        reports until the next call for this group."""
+    def _drop_member(self, pod_key: PodKey) -> None:
+        ref = self._group_of_member.pop(pod_key)
+        members = self._members.get(ref.key)
+        if members is None or (scheduler := members.pop(pod_key, None)) is None:
+            return
+        counts = self._schedulers[ref.key]
+        distinct = len(counts)
+        _decrement(counts, scheduler)
+        if not members:
+            del self._members[ref.key]
+            del self._schedulers[ref.key]
+        self._schedulers_changed(ref, distinct)
+        self._forget_if_unused(ref)
+
+    def _schedulers_changed(self, ref: GroupRef, distinct_before: int) -> None:
+        """Drop the cached members problem; while the members name (or named) more
+        than one scheduler, tell the queue, so it gates or releases the group at once."""
+        self._member_problems.pop(ref.key, None)
+        if distinct_before > 1 or len(self._schedulers.get(ref.key, ())) > 1:
+            self._notify_ref(ref)
+
+    def _forget_if_unused(self, ref: GroupRef) -> None:
+        """Forget a group once its object and all its pods are gone."""
+        if ref.key in self._members:
+            return
+        if _object_key(ref.api, ref.namespace, ref.name) in self._objects:
+            return
+        self.forget(ref)
+
+    def _members_problem(self, ref: GroupRef) -> GroupProblem | None:
+        """Every member must name the same scheduler: the pods of one gang are placed
+        in one cycle of one profile, and a member left to another scheduler would be
+        placed without its gang."""
+        counts = self._schedulers.get(ref.key)
+        if counts is None or len(counts) < 2:
+            return None
+        found = self._member_problems.get(ref.key)
+        if found is not None:
+            return found
         by_scheduler: dict[str, list[str]] = {}
-        for pod in pods:
-            by_scheduler.setdefault(pod.spec.scheduler_name, []).append(pod.metadata.name)
-        found: GroupProblem | None = None
-        policy = self.policy(ref)
-        if len(by_scheduler) > 1:
-            found = GroupProblem(
-                ref,
-                "spec.schedulerName",
-                "pods of one group must name the same scheduler, got "
-                + ", ".join(_describe(s, names) for s, names in sorted(by_scheduler.items())),
-            )
-        elif policy is not None and policy.scheduler_name and by_scheduler:
-            [(name, pods_named)] = by_scheduler.items()
-            if name != policy.scheduler_name:
-                found = GroupProblem(
-                    ref,
-                    "spec.schedulerName",
-                    f'the group requires scheduler "{policy.scheduler_name}", got '
-                    + _describe(name, pods_named),
-                )
-        self._remember(ref)
-        if found is None:
-            self._member_problems.pop(ref.key, None)
-        else:
-            self._member_problems[ref.key] = found
+        for pod_key, scheduler in self._members[ref.key].items():
+            by_scheduler.setdefault(scheduler, []).append(pod_key.partition("/")[2])
+        found = GroupProblem(
+            ref,
+            "spec.schedulerName",
+            "pods of one group must name the same scheduler, got "
+            + ", ".join(_describe(s, names) for s, names in sorted(by_scheduler.items())),
+        )
+        self._member_problems[ref.key] = found
         return found
 
     # --- refs and change notification -------------------------------------------------------
@@ -216,8 +257,8 @@ class GangDirectory:
         return [refs[k] for k in sorted(refs)]
 
     def forget(self, ref: GroupRef) -> None:
-        """Drop what is remembered about ``ref`` besides its placed members (the queue
-        calls this once no pod of the group is pending)."""
+        """Drop what is remembered about ``ref`` besides its placed members; done by
+        the directory itself once the group's object and all its pods are gone."""
         key = _object_key(ref.api, ref.namespace, ref.name)
         refs = self._refs.get(key)
         if refs is not None:
@@ -247,14 +288,16 @@ class GangDirectory:
         refs.setdefault(ref.key, ref)
 
     def _verdict(self, ref: GroupRef) -> GangPolicy | GroupProblem | None:
-        self._remember(ref)
+        verdict = self._verdicts.get(ref.key)
+        if verdict is not None:
+            return verdict
         obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
         if obj is None:
             return None
-        verdict = self._verdicts.get(ref.key)
-        if verdict is None:
-            verdict = policy_of(obj, ref, self._priority_of)
-            self._verdicts[ref.key] = verdict
+        # Remembered so that a change of the object drops the cached verdict.
+        self._remember(ref)
+        verdict = policy_of(obj, ref, self._priority_of)
+        self._verdicts[ref.key] = verdict
         return verdict
 
     def _invalidate(self, key: _ObjectKey) -> None:
@@ -263,18 +306,29 @@ class GangDirectory:
 
     def _notify(self, api: GangApi, namespace: str, name: str) -> None:
         refs = self.refs_for_object(api, namespace, name) or [GroupRef(api, namespace, name)]
+        for ref in refs:
+            self._notify_ref(ref)
+
+    def _notify_ref(self, ref: GroupRef) -> None:
         for callback in list(self._callbacks):
-            for ref in refs:
-                try:
-                    callback(ref)
-                except Exception as exc:
-                    # One broken listener must not starve the others of the event.
-                    log.error(
-                        "group change callback failed",
-                        group=str(ref),
-                        error=repr(exc),
-                        exc_info=exc,
-                    )
+            try:
+                callback(ref)
+            except Exception as exc:
+                # One broken listener must not starve the others of the event.
+                log.error(
+                    "group change callback failed",
+                    group=str(ref),
+                    error=repr(exc),
+                    exc_info=exc,
+                )
+
+
+def _decrement(counts: dict[str, int], name: str) -> None:
+    left = counts[name] - 1
+    if left:
+        counts[name] = left
+    else:
+        del counts[name]
 
 
 def _describe(scheduler_name: str, pod_names: list[str]) -> str:

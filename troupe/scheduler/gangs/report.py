@@ -1,0 +1,92 @@
+"""What a user is told about a gang: its pods' conditions, events, ``PodGroupScheduled``.
+
+``GangReporter`` writes, through the scheduler's ``BackgroundWriter`` (the loop
+never waits for the API):
+
+- a ``PodScheduled=False`` condition on a member pod, with its reason
+  (``Unschedulable``, ``CoschedulingNotMeetMinMember`` or ``SchedulerError``), and a
+  ``FailedScheduling`` event on it (the kube client aggregates repeats and rate
+  limits them per object, as client-go's event broadcaster does);
+- a ``FailedScheduling`` event on the group object;
+- the ``PodGroupScheduled`` condition of a v1alpha2 PodGroup, never turned from
+  True back to False (``pod_group_scheduled_condition``).
+
+The pod-group cycle (``troupe.scheduler.group_cycle``) reports its attempts with it,
+and ``troupe.scheduler.gang_timeout`` reports gangs held back by their gate (bad
+input, a missing group object, too few pods) and gangs past their timeout. Every
+message names the group as ``gang <namespace>/<name>`` (``GroupRef.display``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from troupe.api.client import Event, ObjectRef
+from troupe.api.gangapi import PodGroup, ScheduledOutcome
+from troupe.api.gangs import GangApi, GroupRef
+from troupe.api.objects import PodCondition
+from troupe.api.podinfo import PodInfo
+from troupe.scheduler.gangs.status import (
+    conditions_patch,
+    pod_group_scheduled_condition,
+    status_path,
+)
+
+if TYPE_CHECKING:
+    from troupe.scheduler.schedule_one import Scheduler
+
+REASON_NOT_MEET_MIN_MEMBER: Final = "CoschedulingNotMeetMinMember"
+REASON_UNSCHEDULABLE: Final = "Unschedulable"
+REASON_SCHEDULER_ERROR: Final = "SchedulerError"
+
+# metav1.Condition message limit.
+_CONDITION_MESSAGE_LIMIT: Final = 32768
+
+
+def group_object_ref(ref: GroupRef) -> ObjectRef:
+    """The group's API object, as an event's ``regarding``."""
+    return ObjectRef(ref.kind, ref.namespace, ref.name, "", ref.api.value)
+
+
+class GangReporter:
+    def __init__(self, scheduler: Scheduler) -> None:
+        # The scheduler's writer, directory and clock are read at each call: the
+        # writer is built after the cycle objects that hold a reporter.
+        self.s = scheduler
+
+    def pod(self, info: PodInfo, reason: str, message: str, *, event: bool = True) -> None:
+        """``PodScheduled=False`` with ``reason`` and ``message`` on a member, and
+        (unless ``event`` is False) a ``FailedScheduling`` event on it."""
+        condition = PodCondition(
+            type="PodScheduled", status="False", reason=reason, message=message
+        )
+        self.s.writer.pod_status(info.pod, condition, None)
+        if event:
+            self.s.writer.event(
+                Event(
+                    ObjectRef.of_pod(info.pod), "Warning", "FailedScheduling", "Scheduling", message
+                )
+            )
+
+    def group_event(self, ref: GroupRef, message: str) -> None:
+        """A ``FailedScheduling`` event on the group object."""
+        self.s.writer.event(
+            Event(group_object_ref(ref), "Warning", "FailedScheduling", "Scheduling", message)
+        )
+
+    def group_condition(self, ref: GroupRef, outcome: ScheduledOutcome, message: str) -> None:
+        """``PodGroupScheduled`` on a v1alpha2 PodGroup (the only kind with
+        conditions); never True -> False, and nothing written when nothing changes."""
+        if ref.api is not GangApi.POD_GROUP:
+            return
+        obj = self.s.groups.get(ref.api, ref.namespace, ref.name)
+        if not isinstance(obj, PodGroup):
+            return
+        previous = list(obj.status.conditions)
+        conditions = pod_group_scheduled_condition(
+            previous, outcome, message[:_CONDITION_MESSAGE_LIMIT], self.s.clock.wall()
+        )
+        if conditions != previous:
+            self.s.writer.merge_patch(
+                status_path(ref.api, ref.namespace, ref.name), conditions_patch(conditions)
+            )
