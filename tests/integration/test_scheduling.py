@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from troupe.scheduler.daemon import SchedulerDaemon
+from troupe.sim.apiserver.binding import bind
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 
@@ -140,16 +141,7 @@ async def test_a_pod_bound_by_someone_else_meanwhile_is_not_bound_again(
     # While troupe's binding is in flight, another actor binds the pod.
     await eventually(lambda: daemon.scheduler is not None and len(daemon.scheduler.bindings) > 0)
     other = cluster.node_names[0]
-    cluster.store.create(
-        "bindings",
-        {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": "raced"},
-            "target": {"kind": "Node", "name": other},
-        },
-        namespace="default",
-    ) if False else _bind_directly(cluster, "raced", other)
+    bind(cluster.store, "default", "raced", {"target": {"kind": "Node", "name": other}})
     scheduler = daemon.scheduler
     assert scheduler is not None
     await eventually(lambda: len(scheduler.bindings) == 0, timeout=5, what="binding settled")
@@ -162,6 +154,7 @@ async def test_a_pod_deleted_and_recreated_during_binding_is_bound_once(
     cluster: SimCluster, daemon: SchedulerDaemon
 ) -> None:
     bindings = Bindings(cluster)
+    audit = cluster.server.start_audit()
     cluster.server.faults.delay("POST", r"/pods/phoenix/binding$", 0.5, times=1)
     first = cluster.store.create("pods", pod("phoenix"))
     await eventually(lambda: daemon.scheduler is not None and len(daemon.scheduler.bindings) > 0)
@@ -171,13 +164,18 @@ async def test_a_pod_deleted_and_recreated_during_binding_is_bound_once(
     await eventually(lambda: bool(get_pod(cluster, "phoenix")["spec"].get("nodeName")), timeout=15)
     assert get_pod(cluster, "phoenix")["metadata"]["uid"] == second["metadata"]["uid"]
     assert bindings.twice() == []
-    # The stale binding (old UID) was refused: only the new pod was ever bound.
+    # Only the new pod was ever bound, and by its own binding: the stale one (old UID)
+    # was refused by the server's UID precondition, not accepted for the new pod.
     assert [k for k in bindings.count if k.startswith("default/phoenix/")] == [
         f"default/phoenix/{second['metadata']['uid']}"
     ]
-
-
-def _bind_directly(cluster: SimCluster, name: str, node: str) -> None:
-    obj = cluster.store.get("pods", name, "default")
-    obj["spec"]["nodeName"] = node
-    cluster.store.update("pods", obj, "default")
+    answers = [
+        (r.code, r.message) for r in audit if r.method == "POST" and r.path.endswith("/binding")
+    ]
+    stale, *rest = answers
+    assert stale[0] == 409
+    assert (
+        f"Precondition failed: UID in precondition: {first['metadata']['uid']}, "
+        f"UID in object meta: {second['metadata']['uid']}"
+    ) in stale[1]
+    assert [code for code, _ in rest] == [201]

@@ -3,8 +3,9 @@
 ``PodStrategy.prepare_create`` applies the defaults the scheduler observes (schedulerName,
 priority from the Priority admission plugin, requests defaulted from limits, the
 DefaultTolerationSeconds tolerations, phase Pending) and refuses what upstream refuses
-(403 for an unknown PriorityClass, 422 for a pod without containers). ``grace_period`` is
-``pod.Strategy.CheckGracefulDelete``: bound, non-terminal pods wait
+(403 for an unknown PriorityClass, 422 for a pod without containers); ``prepare_update``
+defaults an update the same way and enforces spec immutability (``pod_update.py``).
+``grace_period`` is ``pod.Strategy.CheckGracefulDelete``: bound, non-terminal pods wait
 ``terminationGracePeriodSeconds`` with a deletionTimestamp; the simulated kubelet (or,
 failing that, the server once the grace period is over) finishes the delete.
 Binding and eviction are in ``binding.py`` and ``eviction.py``.
@@ -12,10 +13,12 @@ Binding and eviction are in ``binding.py`` and ``eviction.py``.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Final
 
 from troupe.sim.apiserver import errors
 from troupe.sim.apiserver.events import MODIFIED, WatchEvent
+from troupe.sim.apiserver.pod_update import validate_pod_update
 from troupe.sim.apiserver.resources import ResourceType
 from troupe.sim.apiserver.store import Obj, Store, Strategy
 
@@ -71,6 +74,32 @@ def _default_container(container: dict[str, Any]) -> None:
         container["resources"] = {}
 
 
+def _default_spec(spec: dict[str, Any]) -> None:
+    """SetDefaults_PodSpec and the container defaults (not admission)."""
+    spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE)
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    for field in ("initContainers", "containers"):
+        for container in spec.get(field) or []:
+            if isinstance(container, dict):
+                _default_container(container)
+
+
+def _default_tolerations(spec: dict[str, Any]) -> None:
+    """The DefaultTolerationSeconds admission plugin (on create and update)."""
+    tolerations = list(spec.get("tolerations") or [])
+    for default in _DEFAULT_TOLERATIONS:
+        if not any(
+            t.get("key") == default["key"] and t.get("effect") in (None, "", "NoExecute")
+            for t in tolerations
+        ):
+            tolerations.append(dict(default))
+    spec["tolerations"] = tolerations
+
+
 class PodStrategy(Strategy):
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
         spec = obj.get("spec")
@@ -79,24 +108,8 @@ class PodStrategy(Strategy):
             raise errors.invalid(
                 rt, name, [("spec.containers", "FieldValueRequired", "Required value")]
             )
-        spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
-        spec.setdefault("restartPolicy", "Always")
-        spec.setdefault("dnsPolicy", "ClusterFirst")
-        spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE)
-        spec.setdefault("securityContext", {})
-        spec.setdefault("enableServiceLinks", True)
-        for field in ("initContainers", "containers"):
-            for container in spec.get(field) or []:
-                if isinstance(container, dict):
-                    _default_container(container)
-        tolerations = list(spec.get("tolerations") or [])
-        for default in _DEFAULT_TOLERATIONS:
-            if not any(
-                t.get("key") == default["key"] and t.get("effect") in (None, "", "NoExecute")
-                for t in tolerations
-            ):
-                tolerations.append(dict(default))
-        spec["tolerations"] = tolerations
+        _default_spec(spec)
+        _default_tolerations(spec)
         _admit_priority(store, rt, obj)
         # pod.Strategy.PrepareForCreate: a new pod's status is reset to Pending.
         obj["status"] = {"phase": "Pending"}
@@ -106,26 +119,18 @@ class PodStrategy(Strategy):
     ) -> None:
         if subresource == "status":
             return
-        old_node = old.get("spec", {}).get("nodeName")
-        new_node = (new.get("spec") or {}).get("nodeName")
-        if old_node and new_node != old_node:
-            raise errors.invalid(
-                rt,
-                old["metadata"]["name"],
-                [
-                    (
-                        "spec",
-                        "FieldValueForbidden",
-                        "Forbidden: pod updates may not change fields other than "
-                        "`spec.containers[*].image`,"
-                        "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
-                        "`spec.tolerations` "
-                        "(only additions to existing tolerations),"
-                        "`spec.terminationGracePeriodSeconds` "
-                        "(allow it to be set to 1 if it was previously negative)",
-                    )
-                ],
-            )
+        spec = new.get("spec")
+        if isinstance(spec, dict):
+            # An update body is defaulted like a create; the Priority admission plugin
+            # keeps the priority it resolved at creation when the update leaves it out.
+            # (A patch may share sub-dicts with the stored object: default a copy.)
+            spec = new["spec"] = copy.deepcopy(spec)
+            _default_spec(spec)
+            _default_tolerations(spec)
+            for field in ("priority", "preemptionPolicy", "priorityClassName"):
+                if field not in spec and field in old.get("spec", {}):
+                    spec[field] = old["spec"][field]
+        validate_pod_update(rt, new, old)
 
     def grace_period(self, store: Store, rt: ResourceType, obj: Obj, requested: int | None) -> int:
         # pod.Strategy.CheckGracefulDelete: unscheduled or terminal pods go at once.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import logging
 import ssl
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,6 +34,17 @@ log = logging.getLogger(__name__)
 
 _HEALTH: Final = ("healthz", "readyz", "livez")
 _NAMESPACE_SUBRESOURCES: Final = ("status", "finalize")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One answered request: method, path, HTTP status, and the Status message of a
+    refusal (empty on success)."""
+
+    method: str
+    path: str
+    code: int
+    message: str
 
 
 class ApiServer:
@@ -59,6 +71,7 @@ class ApiServer:
         self.url = ""
         self.ssl_context = ssl_context
         self.token = token
+        self._audit: list[AuditRecord] | None = None
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> str:
@@ -100,14 +113,27 @@ class ApiServer:
 
     # --- dispatch ----------------------------------------------------------------------
 
+    def start_audit(self) -> list[AuditRecord]:
+        """Record every request answered from now on (the list is appended to in place);
+        a test reads what the server decided, e.g. why a binding was refused."""
+        self._audit = []
+        return self._audit
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         try:
             if self.token is not None:
                 self._authenticate(request)
             if self.faults.active:
                 await self.faults.apply(request.method, request.path)
-            return await self._route(request)
+            response = await self._route(request)
+            if self._audit is not None:
+                self._audit.append(AuditRecord(request.method, request.path, response.status, ""))
+            return response
         except ApiError as error:
+            if self._audit is not None:
+                self._audit.append(
+                    AuditRecord(request.method, request.path, error.code, str(error))
+                )
             return web.Response(
                 body=dumps(error.status),
                 status=error.code,
