@@ -127,8 +127,7 @@ class GroupCycle:
             # Below quorum, or (late members of a gang that has its quorum) none fit.
             for p in reversed(placed):
                 s.revert(fwk, p.state, p.info, p.result.node)
-            fit = already + len(placed)
-            self._reject(fwk, entity, policy, fit, failures, shortfall, start, cycle)
+            self._reject(fwk, entity, policy, already, placed, failures, shortfall, start, cycle)
             return
         # Run "permit" plugins for every placed member; a rejection fails the gang.
         for p in placed:
@@ -136,11 +135,9 @@ class GroupCycle:
             if not (status.is_success or status.is_wait):
                 for q in reversed(placed):
                     s.revert(fwk, q.state, q.info, q.result.node)
-                fit = already + len(placed)
                 why = f"{p.info.key} rejected at Permit: {failure_message(status, None)}"
-                self._reject(
-                    fwk, entity, policy, fit, [(p.info, status, None)], "", start, cycle, why
-                )
+                failure: Failure = (p.info, status, None)
+                self._reject(fwk, entity, policy, already, placed, [failure], "", start, cycle, why)
                 return
         s.stats.group_attempt("scheduled", fwk.name, time.perf_counter() - start)
         placed_keys = {p.info.key for p in placed}
@@ -351,15 +348,16 @@ class GroupCycle:
         fwk: Framework,
         entity: QueuedGroupInfo,
         policy: GangPolicy,
-        fit: int,
+        already: int,
+        placed: list[Placement],
         failures: list[Failure],
         shortfall: str,
         start: float,
         cycle: int,
         why: str = "",
     ) -> None:
-        """End an attempt that placed nothing: tell the members and the group why, and
-        hand the group back to the queue."""
+        """End an attempt whose placements were all reverted: tell the members and the
+        group why, and hand the group back to the queue."""
         s = self.s
         ref = entity.ref
         error = any(status.code is Code.ERROR for _, status, _ in failures)
@@ -370,11 +368,12 @@ class GroupCycle:
                 why = failures_message(failures)
             else:
                 why = "not enough members"
-        if fit >= policy.min_count:
+        if already >= policy.min_count:
             # Late members of a gang that has its quorum, none of which fit.
-            message = f"gang {ref.display}: {fit} of {policy.min_count} required pods placed; {why}"
+            state = f"{already} of {policy.min_count} required pods placed"
         else:
-            message = f"gang {ref.display}: {fit} of {policy.min_count} required pods fit; {why}"
+            state = f"{already + len(placed)} of {policy.min_count} required pods fit"
+        message = f"gang {ref.display}: {state}; {why}"
         plugins: set[str] = set()
         for _, status, diagnosis in failures:
             plugins |= self._plugins(status, diagnosis)

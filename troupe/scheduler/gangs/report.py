@@ -86,7 +86,12 @@ class GangReporter:
         conditions = pod_group_scheduled_condition(
             previous, outcome, message[:_CONDITION_MESSAGE_LIMIT], self.s.clock.wall()
         )
-        if conditions != previous:
-            self.s.writer.merge_patch(
-                status_path(ref.api, ref.namespace, ref.name), conditions_patch(conditions)
-            )
+        if conditions == previous:
+            return
+        self.s.writer.merge_patch(
+            status_path(ref.api, ref.namespace, ref.name), conditions_patch(conditions)
+        )
+        # Kept as written until the informer brings the server's copy: the next
+        # outcome must see this one (a True condition is never turned False).
+        status = obj.status.model_copy(update={"conditions": conditions})
+        self.s.groups.upsert(ref.api, obj.model_copy(update={"status": status}))
