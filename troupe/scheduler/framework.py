@@ -72,8 +72,18 @@ def _no_observer(point: str, plugin: str, code: str, seconds: float) -> None:
 
 
 def _error(plugin: str, point: str, exc: BaseException | str) -> Status:
+    """A raised exception (or an error message) of ``plugin`` as its runner reports it."""
     status = Status.from_error(exc if isinstance(exc, BaseException) else RuntimeError(exc))
-    return status.wrapped(f'running "{plugin}" {point} plugin').stamped(plugin)
+    return _failed(plugin, point, status)
+
+
+def _failed(plugin: str, point: str, status: Status) -> Status:
+    """A non-success Status returned by ``plugin``, as its runner reports it: stamped
+    with the plugin, and an ERROR wrapped with where it came from, exactly like a
+    raised exception (upstream ``running "X" <point> plugin: <error>``)."""
+    if status.code is Code.ERROR:
+        status = status.wrapped(f'running "{plugin}" {point} plugin')
+    return status.stamped(plugin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,14 +221,21 @@ class Framework:
         return self.queue_sort.less(a, b)
 
     def run_pre_enqueue(self, pod: Pod) -> Status:
+        """SUCCESS, or the first plugin's gate. Timed per point only: there is no
+        cycle state to sample per-plugin durations on."""
+        start = time.perf_counter()
+        status = SUCCESS
         for name, plugin in self.pre_enqueue:
             try:
-                status = plugin.pre_enqueue(pod)
+                st = plugin.pre_enqueue(pod)
             except Exception as exc:
-                return _error(name, "preEnqueue", exc)
-            if not status.is_success:
-                return status.stamped(name)
-        return SUCCESS
+                status = _error(name, "preEnqueue", exc)
+                break
+            if not st.is_success:
+                status = _failed(name, "preEnqueue", st)
+                break
+        self._timed("PreEnqueue", start, status)
+        return status
 
     # --- scheduling cycle ---------------------------------------------------------
 
@@ -250,11 +267,7 @@ class Framework:
                 state.skip_filter_plugins.add(name)
                 continue
             if not st.is_success:
-                status = (
-                    st.wrapped(f'running "{name}" preFilter plugin').stamped(name)
-                    if st.code is Code.ERROR
-                    else st.stamped(name)
-                )
+                status = _failed(name, "preFilter", st)
                 break
             if result is not None and result.node_names is not None:
                 restricting.append(name)
@@ -290,7 +303,7 @@ class Framework:
             if sampled:
                 self._plugin_timed("Filter", name, t, result.status)
             if result.status.code is Code.ERROR:
-                status = result.status.wrapped(f'running "{name}" filter plugin').stamped(name)
+                status = _failed(name, "filter", result.status)
                 break
             newly = feasible & ~result.feasible
             if newly.any():
@@ -352,7 +365,7 @@ class Framework:
             if sampled:
                 self._plugin_timed("PostFilter", name, t, st)
             if st.is_success or st.code is Code.ERROR:
-                status = st.stamped(name)
+                status = _failed(name, "postFilter", st)
                 break
             if st.message:
                 diagnosis.post_filter_message = st.message
@@ -377,7 +390,7 @@ class Framework:
             if st.is_skip:
                 state.skip_score_plugins.add(name)
             elif not st.is_success:
-                status = st.wrapped(f'running "{name}" preScore plugin').stamped(name)
+                status = _failed(name, "preScore", st)
                 break
         self._timed("PreScore", start, status)
         return status
@@ -431,7 +444,7 @@ class Framework:
             if sampled:
                 self._plugin_timed("Reserve", name, t, st)
             if not st.is_success:
-                status = st.stamped(name)
+                status = _failed(name, "reserve", st)
                 break
         self._timed("Reserve", start, status)
         return status
@@ -466,7 +479,7 @@ class Framework:
             if st.is_wait:
                 timeouts[name] = timeout
             elif not st.is_success:
-                status = st.stamped(name)
+                status = _failed(name, "permit", st)
                 break
         if status.is_success and timeouts:
             waiting.add(pod, timeouts)
@@ -490,7 +503,7 @@ class Framework:
             if sampled:
                 self._plugin_timed("PreBind", name, t, st)
             if not st.is_success:
-                status = st.stamped(name)
+                status = _failed(name, "preBind", st)
                 break
         self._timed("PreBind", start, status)
         return status
@@ -510,7 +523,7 @@ class Framework:
                 self._plugin_timed("Bind", name, t, st)
             if st.is_skip:
                 continue
-            status = st.stamped(name)
+            status = _failed(name, "bind", st)
             break
         self._timed("Bind", start, status)
         return status
