@@ -165,6 +165,10 @@ def coscheduling_status_patch(status: CoschedulingPodGroupStatus) -> dict[str, A
 class PodGroupStatusController:
     """Keeps every scheduler-plugins PodGroup's ``status`` current.
 
+    Members are the pods labelled ``scheduling.x-k8s.io/pod-group`` in the group's
+    namespace, as upstream's controller selects them (upstream lists across all
+    namespaces; a group is namespaced, so troupe does not).
+
     The informer handlers call ``on_pod_add/update/delete`` with every pod (members
     are picked by label) and ``on_group_add/update/delete`` with every
     ``CoschedulingPodGroup``; pass ``synced`` (``SharedInformers.has_synced``) so that
@@ -204,14 +208,24 @@ class PodGroupStatusController:
 
     # --- informer handlers ---------------------------------------------------------------
 
+    # Every pod of the cluster passes here: a pod in no scheduler-plugins group costs
+    # one label lookup per event.
+
     def on_pod_add(self, pod: Pod) -> None:
-        key = _group_of(pod)
-        if key is not None:
-            self._members.setdefault(key, {})[pod.key] = pod
-            self._mark(key)
+        name = pod.metadata.labels.get(POD_GROUP_LABEL)
+        if not name:
+            return
+        key = _key(pod.metadata.namespace, name)
+        self._members.setdefault(key, {})[pod.key] = pod
+        self._mark(key)
 
     def on_pod_update(self, old: Pod, new: Pod) -> None:
-        old_key, new_key = _group_of(old), _group_of(new)
+        old_name = old.metadata.labels.get(POD_GROUP_LABEL)
+        new_name = new.metadata.labels.get(POD_GROUP_LABEL)
+        if not old_name and not new_name:
+            return
+        old_key = _key(old.metadata.namespace, old_name) if old_name else None
+        new_key = _key(new.metadata.namespace, new_name) if new_name else None
         if old_key is not None and old_key != new_key:
             self.on_pod_delete(old)
         if new_key is None:
@@ -226,9 +240,10 @@ class PodGroupStatusController:
             self._mark(new_key)
 
     def on_pod_delete(self, pod: Pod) -> None:
-        key = _group_of(pod)
-        if key is None:
+        name = pod.metadata.labels.get(POD_GROUP_LABEL)
+        if not name:
             return
+        key = _key(pod.metadata.namespace, name)
         members = self._members.get(key)
         if members is not None and members.pop(pod.key, None) is not None:
             if not members:
@@ -346,13 +361,6 @@ class PodGroupStatusController:
 
 def _key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
-
-
-def _group_of(pod: Pod) -> str | None:
-    # Members by label in the pod's namespace, as upstream's controller selects them
-    # (upstream lists across all namespaces; a group is namespaced, so troupe does not).
-    name = pod.metadata.labels.get(POD_GROUP_LABEL)
-    return _key(pod.metadata.namespace, name) if name else None
 
 
 def _resource_version(reply: object) -> str:
