@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 from troupe.api.gangs import POD_GROUP_LABEL
 from troupe.sim.cluster import SimCluster
 
@@ -55,6 +56,20 @@ async def probe(port: int, path: str) -> int:
             return resp.status
     except (aiohttp.ClientError, OSError, TimeoutError):
         return 0
+
+
+async def leader_status(port: int) -> float | None:
+    """``leader_election_master_status{name=LEASE}`` as the replica's /metrics says."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}/metrics") as resp,
+    ):
+        text = await resp.text()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "leader_election_master_status" and sample.labels == {"name": LEASE}:
+                return sample.value
+    return None
 
 
 async def start_replica(name: str, tmp_path: Path, kubeconfig: Path) -> asyncio.subprocess.Process:
@@ -144,6 +159,7 @@ async def test_the_standby_takes_over_a_killed_leader_and_binds_every_pod_once(
             port = served_port(tmp_path / f"{name}.log")
             assert port is not None, log_tail()
             assert [await probe(port, p) for p in ("/livez", "/readyz")] == [200, 200], log_tail()
+            assert await leader_status(port) == (1 if name == leader else 0)
 
         # A gang and more pods arrive; the leader dies mid-way without releasing.
         cluster.store.create(

@@ -22,6 +22,8 @@ EXPORTED_METRICS: list[str] = [
     "scheduler_podgroup_schedule_attempts_total",
     "scheduler_podgroup_scheduling_attempt_duration_seconds_bucket",
     "scheduler_queued_entities",
+    "troupe_podgroup_oldest_pending_seconds",
+    "leader_election_master_status",
     "scheduler_preemption_victims",
     "rest_client_requests_total",
     "rest_client_request_duration_seconds_bucket",
@@ -36,8 +38,11 @@ HISTOGRAM_FAMILIES: frozenset[str] = frozenset({"scheduler_preemption_victims"})
 # Series the manifests may use that troupe does not export, and who writes them.
 EXTERNAL_METRICS: dict[str, str] = {
     "up": "Prometheus, for every scrape target",
-    "kube_deployment_status_replicas_available": "kube-state-metrics",
 }
+
+# Exported only by a scheduler that runs leader election (``troupe run`` with
+# ``leaderElect``), as client-go does; tests/manifests/test_alerts_e2e.py scrapes one.
+LEADER_ELECTION_ONLY: frozenset[str] = frozenset({"leader_election_master_status"})
 
 
 def queryable_names() -> frozenset[str]:

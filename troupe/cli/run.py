@@ -268,6 +268,7 @@ async def serve_elected(
             lease_duration=le.lease_duration,
             renew_deadline=le.renew_deadline,
             retry_period=le.retry_period,
+            metrics=daemon.metrics,
         )
         probes.elector = elector
 

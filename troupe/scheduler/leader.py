@@ -17,6 +17,10 @@ leading (``on_started_leading``, an owned task) and renews the lease every
 - on a clean stop the lease is released (``ReleaseOnCancel``): holder "" and
   ``leaseDurationSeconds`` 1, so a standby takes over at its next attempt.
 
+``leader_election_master_status{name}`` (client-go's metric, through the ``metrics``
+hook, ``SchedulerMetrics.leading``) is 0 while standing by or stopped and 1 while
+leading, so ``max(leader_election_master_status) == 0`` means nobody schedules.
+
 Deviations, both in the safe direction: leadership ends at once when a renewal finds
 another holder (client-go keeps polling until the deadline), and ``on_stopped_leading``
 runs *before* the release, so scheduling has stopped before anyone else may start.
@@ -57,6 +61,12 @@ class LeaseClient(Protocol):
     async def update_lease(
         self, namespace: str, name: str, lease: Mapping[str, Any], *, timeout: float
     ) -> dict[str, Any]: ...
+
+
+class LeadershipMetrics(Protocol):
+    """Where leadership is reported (``SchedulerMetrics`` implements it)."""
+
+    def leading(self, name: str, leading: bool) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +121,7 @@ class LeaderElector:
         renew_deadline: float,
         retry_period: float,
         rng: random.Random | None = None,
+        metrics: LeadershipMetrics | None = None,
     ) -> None:
         self.client = client
         self.clock = clock
@@ -121,6 +132,7 @@ class LeaderElector:
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
         self._rng = rng or random.Random()
+        self._metrics = metrics
         # Lease.spec.leaseDurationSeconds is an integer; client-go truncates. At least 1
         # so a sub-second configuration still writes a lease others can respect.
         self._duration_seconds = max(1, int(lease_duration))
@@ -159,6 +171,11 @@ class LeaderElector:
     def observed(self) -> LeaderRecord:
         """The lease record as last seen (holder, times, transitions)."""
         return self._observed
+
+    def _set_leading(self, leading: bool) -> None:
+        self._leading = leading
+        if self._metrics is not None:
+            self._metrics.leading(self.name, leading)
 
     def _holds(self) -> bool:
         return self._observed.holder == self.identity
@@ -361,6 +378,7 @@ class LeaderElector:
         still runs, and the lease is released if it is still ours. Re-raises what
         ``on_started_leading`` raised."""
         self._running = True
+        self._set_leading(False)  # a standby exports 0, not nothing
         stop = asyncio.ensure_future(self._stop.wait())
         acquire = asyncio.ensure_future(self._acquire())
         try:
@@ -370,7 +388,7 @@ class LeaderElector:
             acquire.result()
             return await self._lead(on_started_leading, on_stopped_leading, stop)
         finally:
-            self._leading = False
+            self._set_leading(False)
             self._running = False
             await _cancelled(acquire, stop)
 
@@ -380,7 +398,7 @@ class LeaderElector:
         on_stopped_leading: Callable[[], Awaitable[None]],
         stop: asyncio.Future[Any],
     ) -> Outcome:
-        self._leading = True
+        self._set_leading(True)
         leading = asyncio.ensure_future(on_started_leading())
         renew = asyncio.ensure_future(self._renew())
         try:
@@ -392,10 +410,10 @@ class LeaderElector:
             else:
                 outcome = Outcome.LOST
                 log.error("leader election lost", lease=self._key, identity=self.identity)
-            self._leading = False
+            self._set_leading(False)
             await on_stopped_leading()
         finally:
-            self._leading = False
+            self._set_leading(False)
             await _cancelled(leading, renew)
         # Best effort after a loss too (a 409 shows the lease is already someone else's),
         # but briefly: the process is about to exit.

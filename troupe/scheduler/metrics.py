@@ -15,8 +15,10 @@ they are ``troupe.scheduler.fastmetrics`` families (lock-free, single-threaded; 
 exposition is prometheus_client's to the byte), and the recording calls keep their
 children in dicts keyed by their raw arguments, so a recording is a dict lookup and
 one ``inc`` or ``observe``. Gauges that describe state (pending pods, unschedulable
-pods by plugin, cache size, queued entities) are read from the queue and the cache at
-scrape time by a custom collector, so the hot path pays nothing for them.
+pods by plugin, cache size, queued entities, the age of the oldest pending pod group)
+are read from the queue and the cache at scrape time by a custom collector, so the hot
+path pays nothing for them. ``leading`` is the leader elector's hook
+(``leader_election_master_status``, client-go's name).
 
 ``troupe.scheduler.health`` serves the registry on ``/metrics``; docs/metrics.md
 lists every metric.
@@ -27,10 +29,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Gauge,
+)
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from troupe.api.clock import Clock, RealClock
 from troupe.queue import QueueName
 from troupe.queue.entity import QueuedEntity
 from troupe.scheduler.fastmetrics import (
@@ -88,6 +97,10 @@ class QueueView(Protocol):
 
     def entities(self, queue: QueueName) -> list[QueuedEntity]: ...
 
+    def in_flight(self) -> list[QueuedEntity]: ...
+
+    def group_first_seen(self, key: str) -> float | None: ...
+
 
 class CacheView(Protocol):
     @property
@@ -111,6 +124,7 @@ class _StateCollector(Collector):
     def __init__(self) -> None:
         self.queue: QueueView | None = None
         self.cache: CacheView | None = None
+        self.clock: Clock = RealClock()
 
     def describe(self) -> Iterable[Metric]:
         # Names only: the registry checks for duplicates without calling collect().
@@ -145,12 +159,19 @@ class _StateCollector(Collector):
                 "(a single pod, or a pod group counted once for all its pending members).",
                 labels=["queue", "type"],
             ),
+            GaugeMetricFamily(
+                "troupe_podgroup_oldest_pending_seconds",
+                "Seconds since the scheduling queue first held a pod of the longest-pending "
+                "pod group it still holds (in any queue or being scheduled); 0 when none. "
+                "Moving between queues does not reset it.",
+            ),
         )
 
     def collect(self) -> Iterator[Metric]:
-        pending, unschedulable, cache, entities = self._families()
+        pending, unschedulable, cache, entities, oldest_group = self._families()
         queue = self.queue
         if queue is not None:
+            oldest_group.add_metric([], _oldest_group_age(queue, self.clock.now()))
             for name, n in sorted(queue.pending_counts().items()):
                 pending.add_metric([name], n)
             for (name, kind), n in sorted(queue.entity_counts().items()):
@@ -161,7 +182,21 @@ class _StateCollector(Collector):
             cache.add_metric(["nodes"], self.cache.node_count)
             cache.add_metric(["pods"], self.cache.pod_count)
             cache.add_metric(["assumed_pods"], self.cache.assumed_count)
-        yield from (pending, unschedulable, cache, entities)
+        yield from (pending, unschedulable, cache, entities, oldest_group)
+
+
+def _oldest_group_age(queue: QueueView, now: float) -> float:
+    """Age of the oldest pod group with a queued or in-flight entity. The queue's
+    ``group_first_seen`` outlives every move between sub-queues, so a gang cycling
+    unschedulable -> backoff -> active keeps its age (KEP-4671 group entity)."""
+    names: tuple[QueueName, ...] = ("active", "backoff", "unschedulable", "gated")
+    entities = [e for name in names for e in queue.entities(name)] + queue.in_flight()
+    seen = [
+        first
+        for e in entities
+        if e.kind == "podgroup" and (first := queue.group_first_seen(e.key)) is not None
+    ]
+    return max(0.0, now - min(seen)) if seen else 0.0
 
 
 def _rejections(queue: QueueView) -> dict[tuple[str, str], int]:
@@ -277,6 +312,14 @@ class SchedulerMetrics:
             buckets=REST_BUCKETS,
             registry=r,
         )
+        self.leader_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
+            ["name"],
+            registry=r,
+        )
         self._state = _StateCollector()
         r.register(self._state)
         # Children by the recording calls' raw arguments (before label mapping).
@@ -296,10 +339,18 @@ class SchedulerMetrics:
             registry.register(collector)
         return cls(registry)
 
-    def attach(self, queue: QueueView, cache: CacheView) -> None:
-        """Read the scrape-time gauges from this queue and cache."""
+    def attach(self, queue: QueueView, cache: CacheView, clock: Clock | None = None) -> None:
+        """Read the scrape-time gauges from this queue and cache. ``clock`` is the
+        queue's (its timestamps are on it); by default the process's monotonic clock,
+        which is what ``SchedulerDaemon`` gives the queue."""
         self._state.queue = queue
         self._state.cache = cache
+        if clock is not None:
+            self._state.clock = clock
+
+    def leading(self, name: str, leading: bool) -> None:
+        """The leader elector's hook: 1 while this replica holds lease ``name``."""
+        self.leader_status.labels(name).set(1 if leading else 0)
 
     # --- recording (hot path: cached children only) ------------------------------------
 
