@@ -3,7 +3,12 @@ and Permit rejections releasing capacity."""
 
 from __future__ import annotations
 
+import time
+
+import pytest
+from troupe.api.client import ApiError
 from troupe.api.cycle import CycleState
+from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
 from troupe.plugins.registry import PluginSpec, Registry, default_registry
 
@@ -64,4 +69,38 @@ async def test_a_raising_postbind_plugin_does_not_undo_a_successful_binding() ->
     assert h.scheduler.stats.results["scheduled"] == 1
     assert h.scheduler.bindings.failures == 0
     assert h.scheduler.cache.is_assumed("default/p") is False
+    await h.close()
+
+
+@pytest.mark.parametrize(
+    ("error", "result"),
+    [
+        pytest.param(ApiError(500, "etcd timeout"), "error", id="server error"),
+        pytest.param(ApiError(409, "already bound"), "error", id="conflict"),
+    ],
+)
+async def test_a_failed_binding_records_how_long_the_attempt_took(
+    error: ApiError, result: str
+) -> None:
+    h = Harness().nodes([node("n1").obj()])
+    attempts: list[tuple[str, float]] = []
+    h.scheduler.stats.hooks.append(lambda r, profile, seconds: attempts.append((r, seconds)))
+    h.client.bind_errors["default/p"] = [error]
+    bind_call: list[float] = []
+    recorded_bind = h.client.bind
+
+    async def timed_bind(p: Pod, node_name: str) -> None:
+        start = time.perf_counter()
+        try:
+            await recorded_bind(p, node_name)
+        finally:
+            bind_call.append(time.perf_counter() - start)
+
+    h.client.bind = timed_bind  # type: ignore[method-assign]
+    h.pods([pod("p").obj()])
+    await h.settle()
+    ((recorded, seconds),) = attempts
+    assert recorded == result
+    # From the start of the scheduling cycle to the failure, the Bind call included.
+    assert seconds >= bind_call[0] > 0
     await h.close()

@@ -90,7 +90,7 @@ class BindingCycle:
         info, node = entity.pod_info, result.node
         status = await self.bind_steps(fwk, state, info, node, permit_timed=True)
         if not status.is_success:
-            self.binding_failed(fwk, state, entity, node, status, cycle)
+            self.binding_failed(fwk, state, entity, node, status, cycle, start)
             return
         self.bound(fwk, state, info, result, start)
         self.stats.scheduled(entity, self.clock.now())
@@ -171,7 +171,11 @@ class BindingCycle:
         node: str,
         status: Status,
         cycle: int,
+        start: float,
     ) -> None:
+        """Undo the assumption and report; ``start``: when the attempt's scheduling
+        cycle began (``time.perf_counter``), for the attempt's duration as upstream
+        measures it (scheduling and binding cycle together)."""
         info = entity.pod_info
         self.revert(fwk, state, info, node)
         # The capacity just released may let other pods fit.
@@ -187,7 +191,8 @@ class BindingCycle:
                 status=error.status,
                 reason=error.message,
             )
-            self.stats.attempt("error", fwk.name, 0.0)
+            self.stats.attempt("error", fwk.name, time.perf_counter() - start)
             return
-        self.stats.attempt("error" if status.code is Code.ERROR else "unschedulable", fwk.name, 0.0)
+        result = "error" if status.code is Code.ERROR else "unschedulable"
+        self.stats.attempt(result, fwk.name, time.perf_counter() - start)
         self.failures.report(fwk, entity, status, None, cycle)
