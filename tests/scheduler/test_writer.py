@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from troupe.api.client import ApiError, Event, ObjectRef
+from troupe.api.clock import FakeClock
 from troupe.api.objects import Pod, PodCondition
 from troupe.scheduler.tasks import TaskSupervisor
 from troupe.scheduler.writer import BackgroundWriter
@@ -115,3 +116,52 @@ async def test_a_failed_write_is_counted_and_the_rest_still_go_out() -> None:
     assert await writer.flush(timeout=5)
     assert client.events == ["e0", "e2"]
     assert writer.failures == 1
+
+
+async def test_events_wait_for_the_bindings_in_flight_and_follow_once_they_drain() -> None:
+    client = SlowClient()
+    client.gate.set()
+    bindings = TaskSupervisor("binding")
+    release = asyncio.Event()
+    bindings.spawn(release.wait(), name="bind")
+    writer = BackgroundWriter(client, TaskSupervisor("t"), bindings=bindings, clock=FakeClock())  # type: ignore[arg-type]
+    writer.event(event("e0"))
+    writer.event(event("e1"))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert client.events == []
+    release.set()
+    assert await writer.flush(timeout=5)
+    assert client.events == ["e0", "e1"]
+
+
+async def test_an_event_waits_for_bindings_at_most_the_hold_time() -> None:
+    client = SlowClient()
+    client.gate.set()
+    clock = FakeClock()
+    bindings = TaskSupervisor("binding")
+    never = asyncio.Event()
+    bindings.spawn(never.wait(), name="bind")
+    writer = BackgroundWriter(
+        client,
+        TaskSupervisor("t"),
+        bindings=bindings,
+        clock=clock,
+        event_hold=5.0,  # type: ignore[arg-type]
+    )
+    writer.event(event("old"))
+    clock.advance(3.0)
+    writer.event(event("new"))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert client.events == []
+    clock.advance(2.0)  # "old" has waited 5 s; "new" only 2 s
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert client.events == ["old"]
+    clock.advance(3.0)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert client.events == ["old", "new"]
+    never.set()
+    await bindings.drain()

@@ -136,7 +136,10 @@ class Scheduler(BindingCycle):
                 events_to_register = getattr(plugin, "events_to_register", None)
                 if events_to_register is not None:
                     self.queue.register_hints(name, events_to_register())
-        self.writer = BackgroundWriter(client, self.background)
+        # Events yield to bindings (see troupe.scheduler.writer).
+        self.writer = BackgroundWriter(
+            client, self.background, bindings=self.bindings, clock=self.clock
+        )
         self.failures = FailureReporter(self.writer, self.queue)
         self._rng = random.Random(seed)
         # Its own generator: sampling must not shift the seeded tie-breaks.

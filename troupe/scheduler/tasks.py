@@ -21,6 +21,8 @@ class TaskSupervisor:
         self.name = name
         self._tasks: set[asyncio.Task[Any]] = set()
         self._slots = asyncio.Semaphore(limit) if limit > 0 else None
+        self._idle = asyncio.Event()
+        self._idle.set()
         self.failures = 0
         self.started = 0
 
@@ -38,12 +40,15 @@ class TaskSupervisor:
     ) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro, name=name or self.name)
         self._tasks.add(task)
+        self._idle.clear()
         self.started += 1
         task.add_done_callback(lambda t: self._finished(t, held))
         return task
 
     def _finished(self, task: asyncio.Task[Any], held: bool) -> None:
         self._tasks.discard(task)
+        if not self._tasks:
+            self._idle.set()
         if held and self._slots is not None:
             self._slots.release()
         if task.cancelled():
@@ -58,6 +63,10 @@ class TaskSupervisor:
                 error=repr(exc),
                 exc_info=exc,
             )
+
+    async def idle(self) -> None:
+        """Return once no task is running (at once when none is)."""
+        await self._idle.wait()
 
     async def drain(self, timeout: float | None = None) -> bool:
         """Wait for every task; True when all finished within ``timeout``."""
