@@ -18,6 +18,7 @@ from typing import Any
 
 import structlog
 from kubernetes_asyncio.client import ApiClient
+from pydantic_core import to_json
 
 from troupe.api.client import ApiError, Event
 from troupe.api.clock import Clock
@@ -36,11 +37,10 @@ from troupe.scheduler.kube.transport import (
 
 log = structlog.get_logger("troupe.kube")
 
-_SEP = (",", ":")
-
-
 def _dumps(obj: object) -> bytes:
-    return json.dumps(obj, separators=_SEP).encode()
+    # pydantic-core's serializer: compact JSON, several times faster than json.dumps
+    # on the small bodies written for every pod (bindings, status patches).
+    return to_json(obj)
 
 
 def rfc3339(wall: float) -> str:

@@ -22,14 +22,14 @@ scheduling cycle for.
 
 from __future__ import annotations
 
-import json
 import random
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
+from pydantic_core import to_json
 
 from troupe.api.client import ApiError, Event, ObjectRef
 from troupe.api.clock import Clock
@@ -43,12 +43,20 @@ log = structlog.get_logger("troupe.kube.events")
 # cuts to the limit and marks the cut with " ...".
 NOTE_LIMIT = 1024
 _TRUNCATED = " ..."
-_SEP = (",", ":")
 
 
 def micro_time(wall: float) -> str:
     """A ``MicroTime``: UTC, always with six fraction digits and ``Z``."""
-    return datetime.fromtimestamp(wall, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # Formatted by hand: datetime.strftime cost a few microseconds per event.
+    seconds = int(wall // 1)
+    micros = round((wall - seconds) * 1e6)
+    if micros == 1_000_000:
+        seconds, micros = seconds + 1, 0
+    t = time.gmtime(seconds)
+    return (
+        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{micros:06d}Z"
+    )
 
 
 def truncate_note(note: str) -> str:
@@ -250,7 +258,7 @@ class EventRecorder:
 
     def _create_request(self, series: _Series) -> tuple[str, str, bytes, str]:
         path = f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events"
-        body = json.dumps(self._body(series), separators=_SEP).encode()
+        body = to_json(self._body(series))
         return "POST", path, body, "application/json"
 
     async def _write_series(self, key: _Key, series: _Series) -> None:
@@ -259,7 +267,7 @@ class EventRecorder:
             return
         series.dirty = False
         path = f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events/{series.name}"
-        patch = json.dumps({"series": self._series_field(series)}, separators=_SEP).encode()
+        patch = to_json({"series": self._series_field(series)})
         ok = await self._write(series, ("PATCH", path, patch, STRATEGIC_MERGE_PATCH), "series")
         if not ok and series.created is False:
             # The event vanished (TTL, deletion): client-go re-creates it with the series.
