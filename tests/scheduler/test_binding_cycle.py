@@ -3,6 +3,7 @@ and Permit rejections releasing capacity."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -10,6 +11,7 @@ from troupe.api.client import ApiError
 from troupe.api.cycle import CycleState
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
+from troupe.api.status import SUCCESS, Code, Status
 from troupe.plugins.registry import PluginSpec, Registry, default_registry
 
 from tests.plugins.builders import make_node, make_pod
@@ -103,4 +105,50 @@ async def test_a_failed_binding_records_how_long_the_attempt_took(
     assert recorded == result
     # From the start of the scheduling cycle to the failure, the Bind call included.
     assert seconds >= bind_call[0] > 0
+    await h.close()
+
+
+class _GatekeeperPermit:
+    """Holds pods labelled ``wait`` at Permit; lets the others through."""
+
+    name = "GatekeeperPermit"
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        if pod.pod.metadata.labels.get("wait"):
+            return Status(Code.WAIT), 30.0
+        return SUCCESS, 0.0
+
+
+async def test_a_pod_rejected_at_permit_releases_its_node_while_all_slots_are_busy() -> None:
+    h = Harness(
+        {
+            "bindingConcurrency": 1,
+            "profiles": [{"plugins": {"permit": {"enabled": [{"name": "GatekeeperPermit"}]}}}],
+        },
+        registry=registry_with(_GatekeeperPermit),
+    ).nodes([node("n1", cpu="2").obj()])
+    # The only binding slot is taken by a binding the API server is slow to answer.
+    answer = asyncio.Event()
+    recorded_bind = h.client.bind
+
+    async def slow_bind(p: Pod, node_name: str) -> None:
+        await answer.wait()
+        await recorded_bind(p, node_name)
+
+    h.client.bind = slow_bind  # type: ignore[method-assign]
+    h.pods([pod("slow").obj(), pod("held").label("wait", "yes").obj()])
+    while h.scheduler.queue.pending_counts()["active"]:
+        await h.scheduler.schedule_one()
+    waiting = h.scheduler.waiting.get("default/held")
+    assert waiting is not None
+    waiting.reject("GatekeeperPermit", "gang timed out")
+    for _ in range(10):
+        await asyncio.sleep(0)
+    # Released at once, though the slow binding still holds the only slot.
+    assert "default/held" not in h.scheduler.cache
+    assert h.scheduler.cache.table.requested[0, h.scheduler.cache.table.index["n1"]] == 1000
+    assert h.client.conditions["default/held"].message == "gang timed out"
+    answer.set()
+    await h.settle()
+    assert h.client.bindings == [("default/slow", "n1")]
     await h.close()

@@ -6,7 +6,8 @@ its scheduling cycle; ``troupe.scheduler.group_cycle`` calls ``bind_steps`` and
 ``bound`` for gang members. A binding that fails unreserves and forgets the pod
 and reports the failure; a 409 or 404 from the API server is never retried (the
 pod was bound by someone else, or deleted and recreated), so no pod is bound twice.
-A pod waiting at Permit takes a binding slot only once allowed.
+A pod waiting at Permit takes a binding slot only once allowed (a rejected one
+never takes one).
 """
 
 from __future__ import annotations
@@ -64,18 +65,24 @@ class BindingCycle:
         revert: Callable[[], None],
     ) -> None:
         """Hold the binding cycle until Permit decides, then give it a slot; the
-        binding cycle reads the decision itself (WaitOnPermit)."""
+        binding cycle reads the decision itself (WaitOnPermit). A rejected pod makes
+        no API call: its binding cycle runs here at once, without a slot, so its
+        capacity is released even while every slot is busy."""
         try:
             t = time.perf_counter()
             status = await waiting.wait()
             if self.metrics is not None:
                 self.metrics.permit_wait(status.code.name, time.perf_counter() - t)
-            await self.bindings.acquire()
+            if status.is_success:
+                await self.bindings.acquire()
         except BaseException:
             binding.close()
             self.waiting.remove(waiting.pod.key)
             revert()
             raise
+        if not status.is_success:
+            await binding
+            return
         self.bindings.spawn(binding, name=f"bind {waiting.pod.key}", held=True)
 
     async def binding_cycle(
