@@ -185,9 +185,6 @@ async def test_cluster_scoped_crd_is_served_without_namespace(http: Http) -> Non
         pytest.param(
             "/apis/coordination.k8s.io/v1/namespaces/default/leases", "Lease", id="leases"
         ),
-        pytest.param(
-            "/apis/events.k8s.io/v1/namespaces/default/events", "Event", id="events.k8s.io events"
-        ),
     ],
 )
 async def test_builtin_generic_kinds_are_served(http: Http, path: str, kind: str) -> None:

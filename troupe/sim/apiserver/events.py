@@ -57,13 +57,22 @@ class WatchEvent:
         assert self.prev is not None
         return with_resource_version(self.prev, str(self.rv))
 
-    def line(self, type_: str, use_prev: bool, api_version: str) -> bytes:
-        """The newline-terminated JSON of this event as ``type_`` carrying obj or prev."""
+    def line(
+        self,
+        type_: str,
+        use_prev: bool,
+        api_version: str,
+        convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> bytes:
+        """The newline-terminated JSON of this event as ``type_`` carrying obj or prev,
+        as ``api_version`` shows it (``convert``: the view's converter, if any)."""
         key = (type_, use_prev, api_version)
         line = self._encoded.get(key)
         if line is None:
             obj = self.previous_at_rv() if use_prev else self.obj
-            if obj.get("apiVersion") != api_version:
+            if convert is not None:
+                obj = convert(obj)
+            elif obj.get("apiVersion") != api_version:
                 obj = {**obj, "apiVersion": api_version}
             line = b'{"type":"' + type_.encode() + b'","object":' + dumps(obj) + b"}\n"
             self._encoded[key] = line
@@ -79,6 +88,7 @@ class Watcher:
     __slots__ = (
         "_waiter",
         "closed",
+        "convert",
         "fields",
         "key",
         "labels",
@@ -88,9 +98,16 @@ class Watcher:
     )
 
     def __init__(
-        self, key: str, namespace: str | None, labels: LabelSelector, fields: FieldSelector
+        self,
+        key: str,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.key = key
+        # Stored objects -> the watched version (conversion.view_converter); None: as is.
+        self.convert = convert
         self.namespace = namespace
         self.labels = labels
         self.fields = fields

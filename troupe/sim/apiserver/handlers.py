@@ -56,11 +56,6 @@ def json_response(value: Any, status: int = 200) -> web.Response:
     return web.Response(body=dumps(value), status=status, content_type="application/json")
 
 
-def _out(rt: ResourceType, obj: Obj) -> Obj:
-    # CRDs served at several versions share storage; conversion "None" rewrites apiVersion.
-    return obj if obj.get("apiVersion") == rt.api_version else {**obj, "apiVersion": rt.api_version}
-
-
 def unsupported_media_type(content_type: str, accepted: list[str]) -> errors.ApiError:
     """``negotiation.NewUnsupportedMediaTypeError``, naming the refused type: client-go
     reports it as is, so the user learns which encoding to switch to."""
@@ -114,7 +109,7 @@ def selectors(rt: ResourceType, query: Any) -> tuple[LabelSelector, FieldSelecto
 
 def get(store: Store, req: ResourceRequest) -> web.Response:
     assert req.name is not None
-    return json_response(_out(req.rt, store.get(req.rt, req.name, req.namespace, copy=False)))
+    return json_response(store.get(req.rt, req.name, req.namespace, copy=False))
 
 
 def list_objects(store: Store, req: ResourceRequest, query: Any, accept: str = "") -> web.Response:
@@ -134,13 +129,13 @@ def list_objects(store: Store, req: ResourceRequest, query: Any, accept: str = "
     rt = req.rt
     if wants_table(accept):
         include = query.get("includeObject") or "Metadata"
-        answer = table(rt, [_out(rt, o) for o in items], store.clock.wall(), include, meta)
+        answer = table(rt, items, store.clock.wall(), include, meta)
         return web.Response(body=dumps(answer), headers={"Content-Type": TABLE_CONTENT_TYPE})
     body = {
         "kind": rt.list_kind,
         "apiVersion": rt.api_version,
         "metadata": meta,
-        "items": [_out(rt, o) for o in items],
+        "items": items,
     }
     return json_response(body)
 
@@ -170,14 +165,14 @@ def _check_identity(req: ResourceRequest, obj: Any) -> Obj:
 async def create(store: Store, req: ResourceRequest, request: web.Request) -> web.Response:
     obj = _check_identity(req, await read_json(request))
     created = store.create(req.rt, obj, req.namespace, copy=False)
-    return json_response(_out(req.rt, created), 201)
+    return json_response(created, 201)
 
 
 async def update(store: Store, req: ResourceRequest, request: web.Request) -> web.Response:
     obj = _check_identity(req, await read_json(request))
     existed = req.name is not None and store.find(req.rt, req.namespace or "", req.name) is not None
     updated = store.update(req.rt, obj, req.namespace, subresource=req.subresource, copy=False)
-    return json_response(_out(req.rt, updated), 200 if existed else 201)
+    return json_response(updated, 200 if existed else 201)
 
 
 async def patch(store: Store, req: ResourceRequest, request: web.Request) -> web.Response:
@@ -215,7 +210,7 @@ async def patch(store: Store, req: ResourceRequest, request: web.Request) -> web
     if not meta.get("resourceVersion"):
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
     updated = store.update(req.rt, obj, req.namespace, subresource=req.subresource, copy=False)
-    return json_response(_out(req.rt, updated))
+    return json_response(updated)
 
 
 def _delete_options(query: Any, body: Any) -> tuple[int | None, dict[str, Any]]:
@@ -243,7 +238,7 @@ async def delete(store: Store, req: ResourceRequest, request: web.Request) -> we
         copy=False,
     )
     if req.rt.return_deleted_object:
-        return json_response(_out(req.rt, last))
+        return json_response(last)
     details: dict[str, Any] = {"name": req.name}
     if req.rt.group:
         details["group"] = req.rt.group
@@ -278,7 +273,7 @@ async def delete_collection(
             preconditions=preconditions or None,
             copy=False,
         )
-        deleted.append(_out(req.rt, last))
+        deleted.append(last)
     rt = req.rt
     return json_response(
         {

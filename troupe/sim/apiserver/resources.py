@@ -10,6 +10,8 @@ Kind keys (``KindKey``) name a stored resource for in-process callers: the plura
 core v1 (``"pods"``), ``"<plural>.<group>"`` otherwise (``"podgroups.scheduling.x-k8s.io"``)
 and ``"<plural>.<version>.<group>"`` where one group serves the same plural at several
 versions with different schemas (the two built-in ``workloads.scheduling.k8s.io``).
+events.k8s.io/v1 Events share the core ``"events"`` storage (``shares_storage_of``); the
+alias ``"events.events.k8s.io"`` still resolves to their type.
 """
 
 from __future__ import annotations
@@ -68,10 +70,15 @@ class ResourceType:
     keeps_status_on_create: bool = False
     # Built into the server (strategic merge patch allowed), not from a CRD.
     builtin: bool = True
+    # Another type's kind key whose storage this one shares (a view converted by
+    # conversion.py): events.k8s.io/v1 Events are core v1 Events.
+    shares_storage_of: str = ""
     key: KindKey = field(init=False)
 
     def __post_init__(self) -> None:
-        if not self.group:
+        if self.shares_storage_of:
+            key = self.shares_storage_of
+        elif not self.group:
             key = self.plural
         elif self.versioned_key:
             key = f"{self.plural}.{self.version}.{self.group}"
@@ -131,6 +138,20 @@ POD_FIELDS: Final = (
     "status.phase",
     "status.podIP",
     "status.nominatedNodeName",
+)
+# The selectable fields of events.k8s.io/v1 Events (translated to EVENT_FIELDS).
+EVENTS_V1_FIELDS: Final = (
+    "regarding.kind",
+    "regarding.namespace",
+    "regarding.name",
+    "regarding.uid",
+    "regarding.apiVersion",
+    "regarding.resourceVersion",
+    "regarding.fieldPath",
+    "reason",
+    "reportingController",
+    "source",
+    "type",
 )
 EVENT_FIELDS: Final = (
     "involvedObject.kind",
@@ -193,7 +214,10 @@ BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
         "events",
         True,
         short_names=("ev",),
+        field_labels=EVENTS_V1_FIELDS,
+        own_field_conversion=True,
         allow_create_on_update=True,
+        shares_storage_of="events",
     ),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True, allow_create_on_update=True),
     ResourceType(
@@ -237,12 +261,16 @@ class Registry:
     def __init__(self, types: Iterable[ResourceType] = BUILTIN_TYPES) -> None:
         self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
         self._by_key: dict[str, list[ResourceType]] = {}
+        # "<plural>.<group>" of types that share another's storage key.
+        self._aliases: dict[str, ResourceType] = {}
         for rt in types:
             self.add(rt)
 
     def add(self, rt: ResourceType) -> None:
         self._by_gvr[(rt.group, rt.version, rt.plural)] = rt
         self._by_key.setdefault(rt.key, []).append(rt)
+        if rt.shares_storage_of:
+            self._aliases[f"{rt.plural}.{rt.group}"] = rt
 
     def remove(self, rt: ResourceType) -> None:
         self._by_gvr.pop((rt.group, rt.version, rt.plural), None)
@@ -261,6 +289,9 @@ class Registry:
         served = self._by_key.get(name)
         if served:
             return served[0]
+        alias = self._aliases.get(name)
+        if alias is not None:
+            return alias
         plural, _, rest = name.partition(".")
         version, _, group = rest.partition(".")
         rt = self._by_gvr.get((group, version, plural))

@@ -23,6 +23,7 @@ from typing import Any
 
 from troupe.api.clock import Clock, RealClock
 from troupe.sim.apiserver import errors
+from troupe.sim.apiserver.conversion import storage_fields, to_storage, to_view, view_converter
 from troupe.sim.apiserver.events import (
     ADDED,
     DELETED,
@@ -154,6 +155,7 @@ class Store:
         obj = self.objects(rt).get(_index(namespace or "" if rt.namespaced else "", name))
         if obj is None:
             raise errors.not_found(rt, name)
+        obj = to_view(rt, obj)
         return clone(obj) if copy else obj
 
     def find(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
@@ -163,6 +165,7 @@ class Store:
         self, rt: ResourceType, namespace: str | None, labels: LabelSelector, fields: FieldSelector
     ) -> list[tuple[str, Obj]]:
         selected: list[tuple[str, Obj]] = []
+        fields = storage_fields(rt, fields)
         for index, obj in self.objects(rt).items():
             meta = obj["metadata"]
             if namespace is not None and rt.namespaced and meta.get("namespace") != namespace:
@@ -186,7 +189,7 @@ class Store:
     ) -> list[Obj]:
         rt = self.resolve(kind)
         labels, fields = _selectors(label_selector, field_selector)
-        items = [obj for _, obj in self._select(rt, namespace, labels, fields)]
+        items = [to_view(rt, obj) for _, obj in self._select(rt, namespace, labels, fields)]
         return [clone(obj) for obj in items] if copy else items
 
     def list_page(
@@ -199,7 +202,7 @@ class Store:
         continue_token: str,
     ) -> tuple[builtins.list[Obj], int, str, int | None]:
         """(items, list RV, next continue token or "", remainingItemCount or None)."""
-        return paginate(
+        items, rv, token, remaining = paginate(
             self._snapshots,
             lambda: self._select(rt, namespace, labels, fields),
             self._rv,
@@ -207,6 +210,7 @@ class Store:
             limit,
             continue_token,
         )
+        return [to_view(rt, obj) for obj in items], rv, token, remaining
 
     # --- writes ------------------------------------------------------------------------
 
@@ -215,7 +219,7 @@ class Store:
     ) -> Obj:
         """Store a new object (``obj`` is taken over unless ``copy``); returns the stored one."""
         rt = self.resolve(kind)
-        obj = clone(obj) if copy else obj
+        obj = to_storage(rt, clone(obj) if copy else obj)
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             meta = obj["metadata"] = {}
@@ -268,7 +272,8 @@ class Store:
         meta["resourceVersion"] = self._next_rv()
         objects[index] = obj
         self._emit(rt, ADDED, obj, None)
-        return clone(obj) if copy else obj
+        view = to_view(rt, obj)
+        return clone(view) if copy else view
 
     def update(
         self,
@@ -281,7 +286,7 @@ class Store:
     ) -> Obj:
         """PUT semantics: optimistic concurrency on metadata.resourceVersion when given."""
         rt = self.resolve(kind)
-        obj = clone(obj) if copy else obj
+        obj = to_storage(rt, clone(obj) if copy else obj)
         raw_meta = obj.get("metadata")
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         name = str(meta.get("name") or "")
@@ -313,7 +318,7 @@ class Store:
             raise errors.storage_precondition_conflict(rt, ns, name, uid, old["metadata"]["uid"])
         new = merge_update(rt, obj, old, subresource)
         self.strategy(rt).prepare_update(self, rt, new, old, subresource)
-        result = self._commit_update(rt, new, old)
+        result = to_view(rt, self._commit_update(rt, new, old))
         return clone(result) if copy else result
 
     def _commit_update(self, rt: ResourceType, new: Obj, old: Obj) -> Obj:
@@ -381,6 +386,7 @@ class Store:
         if meta.get("deletionTimestamp"):
             current = meta.get("deletionGracePeriodSeconds") or 0
             if grace >= current or (grace > 0 and meta.get("finalizers")):
+                old = to_view(rt, old)
                 return (clone(old) if copy else old), False
         if grace > 0 or meta.get("finalizers"):
             new_meta = dict(meta)
@@ -391,10 +397,10 @@ class Store:
             if grace > 0:
                 new_meta["generation"] = int(meta.get("generation", 1)) + 1
             new = {**old, "metadata": new_meta}
-            result = self._commit_update(rt, new, old)
+            result = to_view(rt, self._commit_update(rt, new, old))
             gone = self.find(rt, ns, name) is None
             return (clone(result) if copy else result), gone
-        result = self._remove(rt, old)
+        result = to_view(rt, self._remove(rt, old))
         return (clone(result) if copy else result), True
 
     def _remove(self, rt: ResourceType, old: Obj, final: Obj | None = None) -> Obj:
@@ -422,7 +428,13 @@ class Store:
         """
         rt = self.resolve(kind)
         labels, fields = _selectors(label_selector, field_selector)
-        watcher = Watcher(rt.key, namespace if rt.namespaced else None, labels, fields)
+        watcher = Watcher(
+            rt.key,
+            namespace if rt.namespaced else None,
+            labels,
+            storage_fields(rt, fields),
+            view_converter(rt),
+        )
         if resource_version in (None, "", "0"):
             for _, obj in self._select(rt, watcher.namespace, labels, fields):
                 watcher.queue.append(WatchEvent(ADDED, self._rv, obj, None))

@@ -42,6 +42,8 @@ class Subscription:
                         continue
                     type_, use_prev = translated
                     obj = event.previous_at_rv() if use_prev else event.obj
+                    if watcher.convert is not None:
+                        obj = watcher.convert(obj)
                     yield type_, (clone(obj) if self._copy else obj)
                 if watcher.closed:
                     return

@@ -4,7 +4,8 @@ kubectl asks lists and watches for ``Accept: application/json;as=Table;v=v1;g=me
 and prints the columns the server chooses. Pods and nodes get the columns of upstream's
 printers (pkg/printers/internalversion: NAME READY STATUS RESTARTS AGE, wide: IP NODE
 NOMINATED NODE READINESS GATES; NAME STATUS ROLES AGE VERSION, wide: INTERNAL-IP
-EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME); every other kind gets
+EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME; events, in either API group: LAST
+SEEN TYPE REASON OBJECT MESSAGE); every other kind gets
 NAME and AGE (upstream's default table convertor). Rows carry the object's metadata as
 PartialObjectMetadata (``includeObject=Metadata``, the default) or the whole object
 (``includeObject=Object``). Used by the list and watch handlers.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from troupe.sim.apiserver.conversion import EVENTS_GROUP, to_storage
 from troupe.sim.apiserver.meta import parse_rfc3339
 from troupe.sim.apiserver.resources import ResourceType
 
@@ -44,6 +46,21 @@ _NODE_COLUMNS: Final = (
     ("OS-Image", "string", 1),
     ("Kernel-Version", "string", 1),
     ("Container-Runtime", "string", 1),
+)
+
+
+# printers.eventColumnDefinitions; both Event views print the same columns.
+_EVENT_COLUMNS: Final = (
+    ("Last Seen", "string", 0),
+    ("Type", "string", 0),
+    ("Reason", "string", 0),
+    ("Object", "string", 0),
+    ("Subobject", "string", 1),
+    ("Source", "string", 1),
+    ("Message", "string", 0),
+    ("First Seen", "string", 1),
+    ("Count", "integer", 1),
+    ("Name", "string", 1),
 )
 
 
@@ -142,11 +159,50 @@ def _address(status: dict[str, Any], kind: str) -> str:
     return "<none>"
 
 
+def _since(stamp: Any, now: float) -> str:
+    return age(stamp, now) if stamp else "<unknown>"
+
+
+def _event_cells(event: dict[str, Any], now: float) -> list[Any]:
+    """printers.printEvent, over the core v1 form of the event."""
+    first = _since(event.get("firstTimestamp"), now)
+    if not event.get("firstTimestamp"):
+        first = _since(event.get("eventTime"), now)
+    last = _since(event.get("lastTimestamp"), now) if event.get("lastTimestamp") else first
+    count = event.get("count") or 0
+    series = event.get("series")
+    if series:
+        last = _since(series.get("lastObservedTime"), now)
+        count = series.get("count") or 0
+    elif not count:
+        count = 1  # singleton events of the new API carry no count
+    involved = event.get("involvedObject") or {}
+    kind = str(involved.get("kind", "")).lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = event.get("source") or {}
+    component = source.get("component") or event.get("reportingComponent") or ""
+    host = source.get("host") or event.get("reportingInstance") or ""
+    return [
+        last,
+        event.get("type", ""),
+        event.get("reason", ""),
+        target,
+        involved.get("fieldPath", ""),
+        f"{component}, {host}" if host else component,
+        str(event.get("message", "")).strip(),
+        first,
+        int(count),
+        event["metadata"]["name"],
+    ]
+
+
 def _columns(rt: ResourceType) -> tuple[Column, ...]:
     if rt.group == "" and rt.plural == "pods":
         return _POD_COLUMNS
     if rt.group == "" and rt.plural == "nodes":
         return _NODE_COLUMNS
+    if rt.plural == "events" and rt.group in ("", EVENTS_GROUP):
+        return _EVENT_COLUMNS
     return (_NAME, _AGE)
 
 
@@ -155,6 +211,8 @@ def _cells(rt: ResourceType, obj: dict[str, Any], now: float) -> list[Any]:
         return _pod_cells(obj, now)
     if rt.group == "" and rt.plural == "nodes":
         return _node_cells(obj, now)
+    if rt.plural == "events" and rt.group in ("", EVENTS_GROUP):
+        return _event_cells(to_storage(rt, obj), now)
     return [obj["metadata"]["name"], age(obj["metadata"].get("creationTimestamp", ""), now)]
 
 

@@ -130,10 +130,14 @@ async def serve_watch(
                 translated = watcher.translate(event)
                 if translated is not None and as_table:
                     obj = event.previous_at_rv() if translated[1] else event.obj
+                    if watcher.convert is not None:
+                        obj = watcher.convert(obj)
                     row = table(rt, [obj], store.clock.wall(), include)
                     lines.append(dumps({"type": translated[0], "object": row}) + b"\n")
                 elif translated is not None:
-                    lines.append(event.line(translated[0], translated[1], api_version))
+                    lines.append(
+                        event.line(translated[0], translated[1], api_version, watcher.convert)
+                    )
                 if initial_left > 0:
                     initial_left -= 1
                     if initial_left == 0 and bookmarks:
