@@ -107,3 +107,26 @@ async def test_two_prefilter_results_intersect() -> None:
     await h.settle()
     assert h.client.bindings == [("default/p", "n2")]
     await h.close()
+
+
+async def test_disjoint_prefilter_results_name_every_plugin() -> None:
+    h = _harness({"OnlyN3": frozenset({"n3"}), "OnlyN1": frozenset({"n1"})})
+    h.pods([make_pod().name("p").req(cpu="1").scheduler_name("troupe-scheduler").obj()])
+    await h.settle()
+    # Upstream RunPreFilterPlugins: the sorted plugin list, formatted as Go's %v.
+    assert h.client.conditions["default/p"].message == (
+        "0/3 nodes are available: node(s) didn't satisfy plugin(s) [OnlyN1 OnlyN3] simultaneously."
+    )
+    assert queued(h, "default/p").unschedulable_plugins == {"OnlyN1", "OnlyN3"}
+    await h.close()
+
+
+async def test_an_empty_prefilter_result_names_its_plugin() -> None:
+    h = _harness({"OnlyNone": frozenset()})
+    h.pods([make_pod().name("p").req(cpu="1").scheduler_name("troupe-scheduler").obj()])
+    await h.settle()
+    assert h.client.conditions["default/p"].message == (
+        "0/3 nodes are available: node(s) didn't satisfy plugin OnlyNone."
+    )
+    assert queued(h, "default/p").unschedulable_plugins == {"OnlyNone"}
+    await h.close()

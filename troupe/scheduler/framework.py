@@ -86,6 +86,14 @@ def _failed(plugin: str, point: str, status: Status) -> Status:
     return status.stamped(plugin)
 
 
+def _no_common_node(plugins: Sequence[str]) -> str:
+    """Upstream RunPreFilterPlugins' message when the PreFilter results of
+    ``plugins`` (sorted) have no node in common."""
+    if len(plugins) == 1:
+        return f"node(s) didn't satisfy plugin {plugins[0]}"
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}] simultaneously"
+
+
 @dataclass(frozen=True, slots=True)
 class MergedPreFilterResult(PreFilterResult):
     """The intersection of the PreFilter results of one cycle, with the plugins
@@ -273,15 +281,27 @@ class Framework:
                 restricting.append(name)
                 merged = result.node_names if merged is None else merged & result.node_names
                 if not merged:
-                    status = Status.unresolvable(
-                        "node(s) didn't satisfy plugin(s) " + f"[{name}] simultaneously",
-                        plugin=name,
-                    )
+                    # Every restricting plugin is to blame: returned with the result.
+                    status = Status.unresolvable(_no_common_node(sorted(restricting)))
                     break
         self._timed("PreFilter", start, status)
-        if merged is None:
+        if merged is None or (merged and not status.is_success):
+            # No restriction, or a plugin's own rejection (that plugin alone explains it).
             return None, status
         return MergedPreFilterResult(merged, tuple(sorted(restricting))), status
+
+    def diagnose_pre_filter(
+        self, status: Status, pre: MergedPreFilterResult | None, num_nodes: int
+    ) -> Diagnosis:
+        """Why no node was even filtered: the rejecting plugin, or every plugin whose
+        node sets did not intersect (``pre``); the message replaces the per-node
+        counts (upstream FitError.PreFilterMsg)."""
+        plugins = set(pre.plugins) if pre is not None else set()
+        if status.plugin:
+            plugins.add(status.plugin)
+        return Diagnosis(
+            num_nodes=num_nodes, unschedulable_plugins=plugins, pre_filter_message=status.message
+        )
 
     def run_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: BoolArray

@@ -301,11 +301,7 @@ class Scheduler(BindingCycle):
         if not status.is_success:
             if status.code is Code.ERROR:
                 return CycleFailure(status)
-            diagnosis = Diagnosis(
-                num_nodes=num_nodes,
-                unschedulable_plugins={status.plugin} if status.plugin else set(),
-                pre_filter_message=status.message,
-            )
+            diagnosis = fwk.diagnose_pre_filter(status, pre, num_nodes)
             return self._post_filter(fwk, state, info, diagnosis, status)
         candidates = table.present
         left_out = None
