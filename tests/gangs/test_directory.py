@@ -139,9 +139,8 @@ def test_each_workload_pod_group_and_replica_is_its_own_group() -> None:
     assert workers is not None and workers.min_count == 4
     assert ps is not None and ps.min_count == 1
     missing = d.problem(wref("nope"))
-    assert (
-        missing is not None
-        and missing.message.startswith('pod group "nope" doesn\'t exist for a workload "w"')
+    assert missing is not None and missing.message.startswith(
+        'pod group "nope" doesn\'t exist for a workload "w"'
     )
     assert [r.key for r in d.refs_for_object(GangApi.WORKLOAD, NS, "w")] == sorted(
         [wref("workers", "r1").key, wref("ps").key, wref("nope").key]
@@ -443,8 +442,13 @@ def test_member_keys_follow_pods_that_name_the_group() -> None:
 
     def member(name: str) -> Pod:
         return Pod.model_validate(
-            {"metadata": {"name": name, "namespace": "ml",
-                          "labels": {"scheduling.x-k8s.io/pod-group": "train"}}}
+            {
+                "metadata": {
+                    "name": name,
+                    "namespace": "ml",
+                    "labels": {"scheduling.x-k8s.io/pod-group": "train"},
+                }
+            }
         )
 
     a, b = member("a"), member("b")

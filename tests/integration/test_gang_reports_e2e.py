@@ -125,3 +125,41 @@ async def test_a_late_member_of_a_gang_with_min_resources_is_placed_when_a_node_
         lambda: f"default/{late}" in bindings.node, timeout=30, what="the late member bound"
     )
     assert bindings.twice() == []
+
+
+async def test_a_pod_group_takes_its_policy_from_the_workload_template_it_names(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    bindings = Bindings(cluster)
+    cluster.store.create(
+        "podgroups.scheduling.k8s.io",
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": "tpl", "namespace": "default"},
+            "spec": {"podGroupTemplateRef": {"workloadName": "w", "podGroupTemplateName": "t"}},
+        },
+    )
+    for i in range(2):
+        cluster.store.create("pods", gang_member("native", "tpl", i, "1"))
+    await eventually(
+        lambda: (
+            "spec.podGroupTemplateRef.workloadName"
+            in condition(cluster, "tpl-0").get("message", "")
+        ),
+        timeout=30,
+        what=lambda: f"the missing Workload reported, got {condition(cluster, 'tpl-0')}",
+    )
+    assert bindings.node == {}
+    cluster.store.create(
+        "workloads.v1alpha2.scheduling.k8s.io",
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "default"},
+            "spec": {
+                "podGroupTemplates": [{"name": "t", "schedulingPolicy": {"gang": {"minCount": 2}}}]
+            },
+        },
+    )
+    await eventually(lambda: len(bindings.node) == 2, timeout=30, what="the gang bound")

@@ -5,7 +5,9 @@
 - ``Workload``: Kubernetes 1.35 ``scheduling.k8s.io/v1alpha1`` Workload (KEP-4671),
   up to 8 embedded pod groups, each Basic or Gang;
 - ``PodGroup``: Kubernetes 1.36 ``scheduling.k8s.io/v1alpha2`` standalone PodGroup
-  (KEP-5832) with ``PodGroupScheduled`` conditions.
+  (KEP-5832) with ``PodGroupScheduled`` conditions;
+- ``WorkloadTemplates``: the 1.36 ``scheduling.k8s.io/v1alpha2`` Workload, whose
+  ``spec.podGroupTemplates[]`` a PodGroup's ``spec.podGroupTemplateRef`` names.
 
 The gang informers (``troupe.scheduler.kube.gang_informers``) parse raw JSON into
 these; ``troupe.api.gangapi_policy`` turns them into ``GangPolicy`` values or a
@@ -161,8 +163,37 @@ class PodGroup(KubeModel):
     status: PodGroupStatus = Field(default_factory=PodGroupStatus)
 
 
-GroupObject = CoschedulingPodGroup | Workload | PodGroup
-"""Any of the three API objects that carry a group's policy."""
+# --- Workload (scheduling.k8s.io/v1alpha2): templates for standalone PodGroups ------------
+
+
+class PodGroupTemplate(KubeModel):
+    name: str = ""
+    scheduling_policy: SchedulingPolicy | None = None
+    # KEP-5832 keeps KEP-4671's PodGroup shape for templates: its ``policy`` field
+    # is read too.
+    policy: SchedulingPolicy | None = None
+
+    @property
+    def effective_policy(self) -> SchedulingPolicy:
+        return self.scheduling_policy or self.policy or SchedulingPolicy()
+
+
+class WorkloadTemplatesSpec(KubeModel):
+    pod_group_templates: list[PodGroupTemplate] = Field(default_factory=list)
+
+
+class WorkloadTemplates(KubeModel):
+    api_version: str = GangApi.POD_GROUP.value
+    kind: str = "Workload"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: WorkloadTemplatesSpec = Field(default_factory=WorkloadTemplatesSpec)
+
+
+WORKLOAD_TEMPLATES_PLURAL: Final = "workloads"
+
+GroupObject = CoschedulingPodGroup | Workload | PodGroup | WorkloadTemplates
+"""Any of the gang API objects the informers deliver: the three that carry a group's
+policy, and the v1alpha2 Workload whose templates a PodGroup may take it from."""
 
 MODEL_OF: Final[dict[GangApi, type[GroupObject]]] = {
     GangApi.COSCHEDULING: CoschedulingPodGroup,
@@ -179,7 +210,8 @@ PLURAL_OF: Final[dict[GangApi, str]] = {
 
 
 def api_of(obj: GroupObject) -> GangApi:
-    """Which gang API ``obj`` belongs to (by model type)."""
+    """Which gang API ``obj`` belongs to (by model type; the v1alpha2 Workload is
+    served beside the v1alpha2 PodGroup)."""
     if isinstance(obj, CoschedulingPodGroup):
         return GangApi.COSCHEDULING
     if isinstance(obj, Workload):

@@ -22,8 +22,10 @@ from troupe.api.gangapi import (
     CoschedulingPodGroup,
     GroupObject,
     PodGroup,
+    PodGroupTemplateReference,
     SchedulingPolicy,
     Workload,
+    WorkloadTemplates,
     parse_time,
 )
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
@@ -31,6 +33,9 @@ from troupe.api.quantity import QuantityError, resource_to_int
 
 PriorityLookup = Callable[[str], int | None]
 """The value of the PriorityClass of that name, or None when there is none."""
+
+TemplateLookup = Callable[[str, str], WorkloadTemplates | None]
+"""The v1alpha2 Workload ``(namespace, name)``, or None when it does not exist."""
 
 _DISRUPTION_MODES = ("Pod", "PodGroup")
 
@@ -42,14 +47,19 @@ def ref_of_object(obj: CoschedulingPodGroup | PodGroup) -> GroupRef:
 
 
 def policy_of(
-    obj: GroupObject, ref: GroupRef, priority_of: PriorityLookup | None = None
+    obj: GroupObject,
+    ref: GroupRef,
+    priority_of: PriorityLookup | None = None,
+    templates: TemplateLookup | None = None,
 ) -> GangPolicy | GroupProblem:
     """The policy ``obj`` sets for the group ``ref`` (which must name ``obj``)."""
     if isinstance(obj, CoschedulingPodGroup):
         return coscheduling_policy(obj)
     if isinstance(obj, Workload):
         return workload_policy(obj, ref)
-    return pod_group_policy(obj, priority_of)
+    if isinstance(obj, WorkloadTemplates):
+        raise TypeError(f"a v1alpha2 Workload holds templates, not group {ref.key}'s policy")
+    return pod_group_policy(obj, priority_of, templates)
 
 
 def coscheduling_policy(pg: CoschedulingPodGroup) -> GangPolicy | GroupProblem:
@@ -138,12 +148,27 @@ def workload_policy(wl: Workload, ref: GroupRef) -> GangPolicy | GroupProblem:
 
 
 def pod_group_policy(
-    pg: PodGroup, priority_of: PriorityLookup | None = None
+    pg: PodGroup,
+    priority_of: PriorityLookup | None = None,
+    templates: TemplateLookup | None = None,
 ) -> GangPolicy | GroupProblem:
-    """A standalone PodGroup (KEP-5832): its own policy, priority and disruption mode."""
+    """A standalone PodGroup (KEP-5832): its own policy, priority and disruption mode.
+
+    KEP-5832 copies the template's policy into the PodGroup when it is created
+    ("Copy/Inline"), so a PodGroup's own ``schedulingPolicy`` wins and a later change
+    of the Workload does not touch it. A PodGroup without one (written by a client
+    that did not copy it) takes the policy of the template ``podGroupTemplateRef``
+    names; a missing Workload or template is a problem naming the field."""
     ref = ref_of_object(pg)
     spec = pg.spec
-    problem = _policy_problem(ref, spec.scheduling_policy, "spec.schedulingPolicy")
+    policy, path = spec.scheduling_policy, "spec.schedulingPolicy"
+    template_ref = spec.pod_group_template_ref
+    if policy.basic is None and policy.gang is None and template_ref is not None:
+        found = _template_policy(ref, template_ref, templates)
+        if isinstance(found, GroupProblem):
+            return found
+        policy, path = found
+    problem = _policy_problem(ref, policy, path)
     if problem is not None:
         return problem
     mode = spec.disruption_mode
@@ -157,4 +182,38 @@ def pod_group_policy(
     priority = spec.priority
     if priority is None and spec.priority_class_name and priority_of is not None:
         priority = priority_of(spec.priority_class_name)
-    return _from_union(spec.scheduling_policy, parse_time(pg.metadata.creation_timestamp), priority)
+    return _from_union(policy, parse_time(pg.metadata.creation_timestamp), priority)
+
+
+def _template_policy(
+    ref: GroupRef, template_ref: PodGroupTemplateReference, templates: TemplateLookup | None
+) -> tuple[SchedulingPolicy, str] | GroupProblem:
+    """The policy of the template ``template_ref`` names, and its path for messages."""
+    field = "spec.podGroupTemplateRef"
+    name = template_ref.workload_name
+    if not name:
+        return GroupProblem(
+            ref, f"{field}.workloadName", "must be set when spec.schedulingPolicy is not"
+        )
+    workload = templates(ref.namespace, name) if templates is not None else None
+    if workload is None:
+        return GroupProblem(
+            ref,
+            f"{field}.workloadName",
+            f"Workload {GangApi.POD_GROUP.value} {ref.namespace}/{name} does not exist",
+        )
+    wanted = template_ref.pod_group_template_name
+    listed = workload.spec.pod_group_templates
+    for index, template in enumerate(listed):
+        if template.name == wanted:
+            path = (
+                f"Workload {ref.namespace}/{name} spec.podGroupTemplates[{index}].schedulingPolicy"
+            )
+            return template.effective_policy, path
+    names = ", ".join(f'"{t.name}"' for t in listed) or "none"
+    return GroupProblem(
+        ref,
+        f"{field}.podGroupTemplateName",
+        f'pod group template "{wanted}" doesn\'t exist in Workload {ref.namespace}/{name} '
+        f"(it has {names})",
+    )

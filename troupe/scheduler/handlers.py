@@ -21,7 +21,7 @@ from troupe.api.events import (
     ClusterEvent,
     Resource,
 )
-from troupe.api.gangapi import GroupObject
+from troupe.api.gangapi import GroupObject, WorkloadTemplates
 from troupe.api.gangs import GangApi, group_ref_of
 from troupe.api.objects import Node, Pod
 from troupe.scheduler.schedule_one import Scheduler
@@ -161,15 +161,23 @@ class ClusterEventHandlers:
 
     # --- pod groups (any of the three gang APIs) ---------------------------------------
 
+    # A v1alpha2 Workload only holds templates: the directory re-evaluates the
+    # PodGroups that use them and the queue hears about those groups.
+
     def on_group_add(self, api: GangApi, obj: GroupObject) -> None:
         self._s.groups.upsert(api, obj)
-        self._s.queue.on_event(POD_GROUP_ADD, None, obj)
+        if not isinstance(obj, WorkloadTemplates):
+            self._s.queue.on_event(POD_GROUP_ADD, None, obj)
 
     def on_group_update(self, api: GangApi, old: GroupObject, new: GroupObject) -> None:
         self._s.groups.upsert(api, new)
-        self._s.queue.on_event(POD_GROUP_UPDATE, old, new)
+        if not isinstance(new, WorkloadTemplates):
+            self._s.queue.on_event(POD_GROUP_UPDATE, old, new)
 
     def on_group_delete(self, api: GangApi, obj: GroupObject) -> None:
         meta = obj.metadata
+        if isinstance(obj, WorkloadTemplates):
+            self._s.groups.remove_templates(meta.namespace, meta.name)
+            return
         self._s.groups.remove(api, meta.namespace, meta.name)
         self._s.queue.on_event(POD_GROUP_DELETE, obj, None)

@@ -27,7 +27,7 @@ from typing import TypeAlias
 
 import structlog
 
-from troupe.api.gangapi import GroupObject, PodGroup, api_of, parse_time
+from troupe.api.gangapi import GroupObject, PodGroup, WorkloadTemplates, api_of, parse_time
 from troupe.api.gangapi_policy import PriorityLookup, policy_of
 from troupe.api.gangs import GangApi, GangPolicy, GroupKey, GroupProblem, GroupRef, group_ref_of
 from troupe.api.objects import Pod, PodKey
@@ -58,6 +58,8 @@ class GangDirectory:
     def __init__(self, priority_of: PriorityLookup | None = None) -> None:
         self._priority_of = priority_of
         self._objects: dict[_ObjectKey, GroupObject] = {}
+        # v1alpha2 Workloads by "namespace/name": the templates PodGroups refer to.
+        self._templates: dict[str, WorkloadTemplates] = {}
         # Every ref asked or told about, by the object it points at, until forgotten.
         self._refs: dict[_ObjectKey, dict[GroupKey, GroupRef]] = {}
         self._verdicts: dict[GroupKey, GangPolicy | GroupProblem] = {}
@@ -77,6 +79,9 @@ class GangDirectory:
         """An object of ``api`` was added or updated."""
         if api_of(obj) is not api:
             raise ValueError(f"{type(obj).__name__} is not an object of {api.value}")
+        if isinstance(obj, WorkloadTemplates):
+            self.upsert_templates(obj)
+            return
         m = obj.metadata
         key = _object_key(api, m.namespace, m.name)
         old = self._objects.get(key)
@@ -95,6 +100,33 @@ class GangDirectory:
         self._notify(api, namespace, name)
         for ref in self.refs_for_object(api, namespace, name):
             self._forget_if_unused(ref)
+
+    def upsert_templates(self, wl: WorkloadTemplates) -> None:
+        """A v1alpha2 Workload was added or updated: PodGroups that take their policy
+        from one of its templates are re-evaluated (and their groups notified)."""
+        m = wl.metadata
+        key = f"{m.namespace}/{m.name}"
+        old = self._templates.get(key)
+        self._templates[key] = wl
+        if old is None or old.spec != wl.spec:
+            self._templates_changed(m.namespace, m.name)
+
+    def remove_templates(self, namespace: str, name: str) -> None:
+        """A v1alpha2 Workload was deleted."""
+        if self._templates.pop(f"{namespace}/{name}", None) is not None:
+            self._templates_changed(namespace, name)
+
+    def _templates_changed(self, namespace: str, workload: str) -> None:
+        for (api, object_key), obj in list(self._objects.items()):
+            if not isinstance(obj, PodGroup) or obj.metadata.namespace != namespace:
+                continue
+            template_ref = obj.spec.pod_group_template_ref
+            if template_ref is not None and template_ref.workload_name == workload:
+                self._invalidate((api, object_key))
+                self._notify(api, namespace, obj.metadata.name)
+
+    def _template_of(self, namespace: str, name: str) -> WorkloadTemplates | None:
+        return self._templates.get(f"{namespace}/{name}")
 
     def get(self, api: GangApi, namespace: str, name: str) -> GroupObject | None:
         """The object as last seen (the v1alpha2 PodGroup's conditions, for status)."""
@@ -296,7 +328,7 @@ class GangDirectory:
             return None
         # Remembered so that a change of the object drops the cached verdict.
         self._remember(ref)
-        verdict = policy_of(obj, ref, self._priority_of)
+        verdict = policy_of(obj, ref, self._priority_of, self._template_of)
         self._verdicts[ref.key] = verdict
         return verdict
 

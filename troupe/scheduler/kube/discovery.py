@@ -77,3 +77,16 @@ async def served_gang_apis(transport: Transport, *, timeout: float = 30.0) -> se
         if any(r.name == PLURAL_OF[api] and r.kind == _KIND_OF[api] for r in resources):
             served.add(api)
     return served
+
+
+async def serves(
+    transport: Transport, group_version: str, plural: str, kind: str, *, timeout: float = 30.0
+) -> bool:
+    """Whether ``group_version`` serves ``plural`` of ``kind`` (a 404 means no)."""
+    resp = await transport.request("GET", f"/apis/{group_version}", timeout=timeout)
+    if resp.status == 404:
+        return False
+    if not resp.ok:
+        raise resp.error(f"discovery of /apis/{group_version}")
+    resources = _ApiResourceList.model_validate_json(resp.body).resources
+    return any(r.name == plural and r.kind == kind for r in resources)

@@ -6,7 +6,9 @@ The daemon discovers the served kinds (``served_gang_apis``), builds one
 callbacks that receive the API with each object, so one set of handlers serves all
 three kinds (``GangDirectory.upsert`` / ``remove``, and the PodGroup status
 controller for the scheduler-plugins kind). Objects are parsed straight into the
-``troupe.api.gangapi`` models.
+``troupe.api.gangapi`` models. Where the v1alpha2 PodGroup is watched, the v1alpha2
+Workload is too (when served), delivered as a ``WorkloadTemplates`` with the
+PodGroup's API: a PodGroup's ``spec.podGroupTemplateRef`` names its templates.
 """
 
 from __future__ import annotations
@@ -16,9 +18,15 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeAlias
 
 from troupe.api.clock import Clock
-from troupe.api.gangapi import MODEL_OF, PLURAL_OF, GroupObject
+from troupe.api.gangapi import (
+    MODEL_OF,
+    PLURAL_OF,
+    WORKLOAD_TEMPLATES_PLURAL,
+    GroupObject,
+    WorkloadTemplates,
+)
 from troupe.api.gangs import GangApi
-from troupe.scheduler.kube.discovery import served_gang_apis
+from troupe.scheduler.kube.discovery import served_gang_apis, serves
 from troupe.scheduler.kube.informer import Informer, InformerConfig
 from troupe.scheduler.kube.shared import SharedInformers
 from troupe.scheduler.kube.transport import Transport
@@ -29,6 +37,7 @@ GroupDelete: TypeAlias = Callable[[GangApi, GroupObject], None]
 
 # All namespaces: list + watch paths of each kind.
 GANG_PATHS: Final = {api: f"/apis/{api.value}/{PLURAL_OF[api]}" for api in GangApi}
+TEMPLATES_PATH: Final = f"/apis/{GangApi.POD_GROUP.value}/{WORKLOAD_TEMPLATES_PLURAL}"
 
 
 def gang_informer(
@@ -124,4 +133,57 @@ async def add_gang_informers(
         rng=rng,
     ):
         shared.add(informer)
+    if GangApi.POD_GROUP in served and await serves(
+        shared.transport, GangApi.POD_GROUP.value, WORKLOAD_TEMPLATES_PLURAL, "Workload"
+    ):
+        shared.add(
+            templates_informer(
+                shared.transport,
+                clock,
+                on_add=on_add,
+                on_update=on_update,
+                on_delete=on_delete,
+                config=config,
+                rng=rng,
+            )
+        )
     return served
+
+
+def templates_informer(
+    transport: Transport,
+    clock: Clock,
+    *,
+    on_add: GroupAdd | None = None,
+    on_update: GroupUpdate | None = None,
+    on_delete: GroupDelete | None = None,
+    config: InformerConfig | None = None,
+    rng: random.Random | None = None,
+) -> Informer[Any]:
+    """An informer of every v1alpha2 Workload, handlers called with the PodGroup's API."""
+    api = GangApi.POD_GROUP
+
+    def added(obj: WorkloadTemplates) -> None:
+        if on_add is not None:
+            on_add(api, obj)
+
+    def updated(old: WorkloadTemplates, new: WorkloadTemplates) -> None:
+        if on_update is not None:
+            on_update(api, old, new)
+
+    def deleted(obj: WorkloadTemplates) -> None:
+        if on_delete is not None:
+            on_delete(api, obj)
+
+    return Informer(
+        transport,
+        TEMPLATES_PATH,
+        WorkloadTemplates,
+        clock,
+        on_add=added,
+        on_update=updated,
+        on_delete=deleted,
+        config=config,
+        rng=rng,
+        name=f"{WORKLOAD_TEMPLATES_PLURAL}.{api.value}",
+    )
