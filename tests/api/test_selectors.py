@@ -449,6 +449,24 @@ GPU_TAINT = taint("dedicated", "gpu")
             True,
             id="Equal with an empty key compares only the value like upstream",
         ),
+        pytest.param(
+            toleration(key="dedicated", operator="", value="gpu"),
+            GPU_TAINT,
+            True,
+            id="an empty operator means Equal",
+        ),
+        pytest.param(
+            toleration(key="dedicated", operator="Gt", value="gpu"),
+            GPU_TAINT,
+            False,
+            id="an unknown operator tolerates nothing, even with the same value",
+        ),
+        pytest.param(
+            toleration(operator="exists"),
+            GPU_TAINT,
+            False,
+            id="operators are case-sensitive",
+        ),
     ],
 )
 def test_tolerates(the_toleration: Toleration, the_taint: Taint, tolerated: bool) -> None:

@@ -54,6 +54,12 @@ FILTER_CASES = [
         id="an Equal toleration with another value does not",
     ),
     pytest.param(
+        make_pod().toleration("dedicated", "gpu", "NoSchedule", operator="Gt"),  # type: ignore[arg-type]
+        [tainted("n1", GPU_NO_SCHEDULE)],
+        {"n1": "node(s) had untolerated taint {dedicated: gpu}"},
+        id="a toleration with an operator troupe does not know tolerates nothing",
+    ),
+    pytest.param(
         make_pod().toleration("dedicated", effect="NoExecute"),
         [tainted("n1", GPU_NO_SCHEDULE)],
         {"n1": "node(s) had untolerated taint {dedicated: gpu}"},

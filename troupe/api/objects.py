@@ -155,7 +155,10 @@ class Taint(KubeModel):
 
 class Toleration(KubeModel):
     key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
+    # Any string: "" means Equal, and an operator troupe does not know (e.g. the Gt/Lt
+    # of Kubernetes 1.35's TaintTolerationComparisonOperators) tolerates nothing
+    # (``troupe.api.selectors.tolerates``) instead of failing the whole pod's parse.
+    operator: str = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
     toleration_seconds: int | None = None

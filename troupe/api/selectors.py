@@ -312,7 +312,8 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
     """``Toleration.ToleratesTaint``.
 
     An empty toleration effect matches every effect, an empty key every key; operator
-    Exists matches any value, Equal only the same value.
+    Exists matches any value, Equal (or empty) only the same value, and any other
+    operator nothing.
     """
     if toleration.effect and toleration.effect != taint.effect:
         return False
@@ -320,7 +321,9 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
         return False
     if toleration.operator == "Exists":
         return True
-    return toleration.value == taint.value
+    if toleration.operator in ("Equal", ""):
+        return toleration.value == taint.value
+    return False
 
 
 def find_untolerated_taint(
