@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
+from troupe.api.gangs import POD_GROUP_LABEL
 from troupe.scheduler.daemon import SchedulerDaemon
 from troupe.scheduler.health import HealthServer
 from troupe.sim.cluster import SimCluster
@@ -115,11 +116,89 @@ async def test_a_scrape_after_a_run_reports_what_happened(
     assert total(samples, "rest_client_requests_total", code="201", method="POST") >= 8
     assert total(samples, "rest_client_request_duration_seconds_count", verb="GET") >= 1
     assert get(samples, "process_resident_memory_bytes") > 0
+    # One algorithm run per pod cycle: every pod attempt but the gang's members,
+    # which the pod-group cycle placed.
+    algorithm = "scheduler_scheduling_algorithm_duration_seconds"
+    assert get(samples, f"{algorithm}_count") == total(samples, attempts) - 3 == 7
+    assert get(samples, f"{algorithm}_bucket", le="+Inf") == 7
+    assert 0 < get(samples, f"{algorithm}_sum") < 7
+    # Seven single pods entered the active queue on PodAdd, and the gang once
+    # (whatever event released it); the huge pods went to unschedulable.
+    incoming = "scheduler_queue_incoming_pods_total"
+    assert get(samples, incoming, queue="active", event="PodAdd") == 7
+    assert total(samples, incoming, queue="active") == 8
+    assert get(samples, incoming, queue="unschedulable", event="ScheduleAttemptFailure") == 2
+    # Every (queue, type) series is there; only the two huge pods wait.
+    entities = {
+        (q, t): get(samples, "scheduler_queued_entities", queue=q, type=t)
+        for q in ("active", "backoff", "unschedulable", "gated")
+        for t in ("pod", "podgroup")
+    }
+    assert entities == {**dict.fromkeys(entities, 0.0), ("unschedulable", "pod"): 2.0}
+    assert len([n for n, _ in samples if n == "scheduler_queued_entities"]) == 8
+    # The default profile's pod-group cycle never waits at Permit.
+    assert total(samples, "scheduler_permit_wait_duration_seconds_count") == 0
     assert not any(n.startswith("scheduler_e2e_scheduling_duration") for n, _ in samples)
 
     assert await status_of(served, "/healthz") == (200, "ok")
     assert await status_of(served, "/livez") == (200, "ok")
     assert await status_of(served, "/readyz") == (200, "ok")
+
+
+COSCHEDULING_PROFILE = {
+    "schedulerName": "cosched",
+    "plugins": {
+        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+        "queueSort": {"disabled": [{"name": "PrioritySort"}]},
+    },
+    "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 1}}],
+}
+
+
+def coscheduled(name: str, group: str, cpu: str) -> dict[str, Any]:
+    return pod(name, cpu=cpu, scheduler="cosched", metadata={"labels": {POD_GROUP_LABEL: group}})
+
+
+async def test_permit_waits_of_the_coscheduling_profile_are_scraped(
+    cluster: SimCluster, start_daemon: Callable[..., Any]
+) -> None:
+    daemon = await start_daemon(profiles=[COSCHEDULING_PROFILE])
+    server = HealthServer(
+        "127.0.0.1", 0, daemon.metrics_registry, live=lambda: True, ready=lambda: True
+    )
+    base = f"http://127.0.0.1:{await server.start()}"
+    bindings = Bindings(cluster)
+    # "whole": 2 of minMember 2; the first waits at Permit for the second.
+    # "short": 3 of minMember 3, one too big for any node; the other two wait and
+    # are rejected (PostFilter or the 1 s permit timeout).
+    for group, min_member in (("whole", 2), ("short", 3)):
+        cluster.store.create(
+            "podgroups.scheduling.x-k8s.io",
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": group, "namespace": "default"},
+                "spec": {"minMember": min_member},
+            },
+        )
+    for i in range(2):
+        cluster.store.create("pods", coscheduled(f"whole-{i}", "whole", "100m"))
+    for i in range(3):
+        cluster.store.create("pods", coscheduled(f"short-{i}", "short", "64" if i == 2 else "100m"))
+    permit = "scheduler_permit_wait_duration_seconds_count"
+    try:
+        await eventually(lambda: len(bindings.node) == 2, timeout=30, what="the whole gang bound")
+        for _ in range(100):
+            samples = await scrape(base)
+            if get(samples, permit, result="Unschedulable") >= 2:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await server.stop()
+    assert sorted(bindings.node) == ["default/whole-0", "default/whole-1"]
+    assert get(samples, permit, result="Success") == 1
+    assert get(samples, permit, result="Unschedulable") >= 2
+    assert get(samples, "scheduler_permit_wait_duration_seconds_sum", result="Success") > 0
 
 
 @pytest.mark.parametrize(
