@@ -206,6 +206,12 @@ class FakeQueue:
     def entities(self, queue: str) -> list[QueuedEntity]:
         return self.pools.get(queue, [])
 
+    def in_flight(self) -> list[QueuedEntity]:
+        return self.pools.get("in_flight", [])
+
+    def group_first_seen(self, key: str) -> float | None:
+        return None
+
 
 @dataclass
 class FakeCache:
