@@ -2,10 +2,10 @@
 
 Terminal, pending and already-deleting pods are deleted outright (``canIgnorePDB``);
 otherwise the one PodDisruptionBudget selecting the pod must allow a disruption or the
-answer is 429 TooManyRequests with upstream's message and DisruptionBudget cause. When no
-disruption controller filled the PDB status, ``pdb_budget`` computes it from
-minAvailable/maxUnavailable and the healthy (Ready, not deleting) matching pods, counting
-every matching pod as expected. Called by the server's subresource handler.
+answer is 429 TooManyRequests with upstream's message and DisruptionBudget cause. The
+decision reads the PDB status the disruption controller (``disruption.py``) keeps, freshly
+computed first; an allowed eviction takes one disruption and records the pod in
+``disruptedPods``, as upstream. Called by the server's subresource handler.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Final
 from troupe.api.objects import LabelSelector as ApiLabelSelector
 from troupe.api.selectors import label_selector_matches
 from troupe.sim.apiserver import errors
+from troupe.sim.apiserver.disruption import PDBS, compute_status, refresh
 from troupe.sim.apiserver.pods import TERMINAL_PHASES
 from troupe.sim.apiserver.store import Obj, Store
 
@@ -25,59 +26,17 @@ _MANY_PDBS: Final = (
 )
 
 
-def pod_is_healthy(pod: Obj) -> bool:
-    """Counted by the disruption controller: Ready and not being deleted."""
-    if pod["metadata"].get("deletionTimestamp"):
-        return False
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def _scaled(value: int | str, total: int, round_up: bool) -> int:
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    if text.endswith("%"):
-        percent = int(text[:-1])
-        whole, rest = divmod(percent * total, 100)
-        return whole + (1 if round_up and rest else 0)
-    return int(text)
-
-
 def pdb_budget(store: Store, pdb: Obj) -> tuple[int, int, int]:
-    """(disruptionsAllowed, desiredHealthy, currentHealthy) of a PDB, from its status when a
-    controller set it, else computed from the matching pods as the disruption controller would."""
+    """(disruptionsAllowed, desiredHealthy, currentHealthy) of a PDB, from its status (the
+    disruption controller keeps it current; computed here when it has not run yet)."""
     status = pdb.get("status") or {}
-    if "disruptionsAllowed" in status:
-        return (
-            int(status["disruptionsAllowed"]),
-            int(status.get("desiredHealthy", 0)),
-            int(status.get("currentHealthy", 0)),
-        )
-    pods = [p for p in _pods_of(store, pdb)]
-    expected = len(pods)
-    healthy = sum(1 for p in pods if pod_is_healthy(p))
-    spec = pdb.get("spec") or {}
-    if spec.get("maxUnavailable") is not None:
-        desired = max(0, expected - _scaled(spec["maxUnavailable"], expected, True))
-    elif spec.get("minAvailable") is not None:
-        desired = _scaled(spec["minAvailable"], expected, True)
-    else:
-        desired = expected
-    return max(0, healthy - desired), desired, healthy
-
-
-def _pods_of(store: Store, pdb: Obj) -> list[Obj]:
-    selector = (pdb.get("spec") or {}).get("selector")
-    if selector is None:
-        return []
-    parsed = ApiLabelSelector.model_validate(selector)
-    namespace = pdb["metadata"].get("namespace")
-    return [
-        p
-        for p in store.list("pods", namespace, copy=False)
-        if label_selector_matches(parsed, p["metadata"].get("labels") or {})
-    ]
+    if "disruptionsAllowed" not in status:
+        status = compute_status(store, pdb)
+    return (
+        int(status["disruptionsAllowed"]),
+        int(status.get("desiredHealthy", 0)),
+        int(status.get("currentHealthy", 0)),
+    )
 
 
 def evict(store: Store, namespace: str, name: str, eviction: Obj) -> None:
@@ -93,7 +52,8 @@ def evict(store: Store, namespace: str, name: str, eviction: Obj) -> None:
     phase = (pod.get("status") or {}).get("phase")
     # canIgnorePDB: terminal, pending and already-deleting pods are evicted outright.
     if phase not in (*TERMINAL_PHASES, "Pending") and not pod["metadata"].get("deletionTimestamp"):
-        pdbs_rt = store.resolve("poddisruptionbudgets.policy")
+        pdbs_rt = store.resolve(PDBS)
+        refresh(store, namespace)  # decide on the status a client would read now
         labels = pod["metadata"].get("labels") or {}
         matching = [
             pdb

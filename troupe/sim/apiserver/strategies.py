@@ -9,7 +9,8 @@
   NamesAccepted and Established at once. Deleting it deletes every custom object of the
   kind, ends open watches and stops serving it.
 
-``new_store`` builds a ``Store`` with these, the pod and the Event strategies installed and the
+``new_store`` builds a ``Store`` with these, the pod and the Event strategies and the
+disruption controller installed and the
 bootstrap objects (system namespaces, system PriorityClasses) created. ``ApiServer``
 calls it.
 """
@@ -20,6 +21,7 @@ from typing import Any, Final
 
 from troupe.api.clock import Clock
 from troupe.sim.apiserver import errors
+from troupe.sim.apiserver.disruption import DisruptionController
 from troupe.sim.apiserver.event_strategy import EventStrategy
 from troupe.sim.apiserver.events import ADDED, DELETED, MODIFIED, WatchEvent
 from troupe.sim.apiserver.pods import SYSTEM_PRIORITY_CLASSES, PodStrategy
@@ -174,6 +176,7 @@ def new_store(*, history: int = 10000, clock: Clock | None = None) -> Store:
     store.set_strategy("pods", PodStrategy())
     store.set_strategy("namespaces", NamespaceStrategy())
     store.set_strategy("events", EventStrategy())
+    DisruptionController(store)
     store.set_strategy("customresourcedefinitions.apiextensions.k8s.io", CRDStrategy())
     for namespace in SYSTEM_NAMESPACES:
         store.create("namespaces", {"metadata": {"name": namespace}}, copy=False)
