@@ -6,7 +6,7 @@ import pytest
 from troupe.api.client import ApiError
 from troupe.api.cycle import CycleState
 from troupe.api.podinfo import PodInfo
-from troupe.api.status import SUCCESS, Code, Status
+from troupe.api.status import Code, Status
 from troupe.plugins.registry import PluginSpec, default_registry
 from troupe.scheduler.schedule_one import num_feasible_nodes_to_find
 
@@ -257,8 +257,9 @@ def test_number_of_feasible_nodes_to_score(percentage: int, nodes: int, expected
     assert num_feasible_nodes_to_find(percentage, nodes) == expected
 
 
-async def test_the_same_seed_makes_the_same_choices() -> None:
+async def test_ties_are_broken_at_random_and_the_same_seed_makes_the_same_choices() -> None:
     async def run(seed: int) -> list[tuple[str, str]]:
+        # Six equal nodes: every choice below is a tie between the emptiest nodes.
         h = Harness(seed=seed).nodes([node(f"n{i}").obj() for i in range(6)])
         h.pods(
             make_pod().name(f"p{i}").uid(f"u{i}").scheduler_name("troupe-scheduler").obj()
@@ -269,6 +270,12 @@ async def test_the_same_seed_makes_the_same_choices() -> None:
         return sorted(h.client.bindings)
 
     assert await run(7) == await run(7)
+    # Upstream selectHost picks uniformly among the best: other seeds choose other
+    # nodes (a tie-break that always takes the first best node would not).
+    placements = {tuple(await run(seed)) for seed in range(6)}
+    assert len(placements) > 1
+    first_nodes = {dict(placement)["default/p0"] for placement in placements}
+    assert len(first_nodes) > 1
 
 
 async def test_gated_pods_wait_until_their_gates_are_removed() -> None:
@@ -281,8 +288,13 @@ async def test_gated_pods_wait_until_their_gates_are_removed() -> None:
     ungated = gated.model_copy(
         update={"spec": gated.spec.model_copy(update={"scheduling_gates": []})}
     )
+    # Never attempted while gated: no failure was reported.
+    assert h.client.conditions == {} and h.client.events == []
+    assert h.scheduler.stats.results["unschedulable"] == 0
     h.handlers.on_pod_update(gated, ungated)
+    assert h.scheduler.queue.pending_counts()["gated"] == 0
     await h.settle()
     assert h.client.bindings == [("default/p", "n1")]
-    assert SUCCESS.is_success
+    assert [e.reason for e in h.client.events] == ["Scheduled"]
+    assert h.scheduler.stats.results["scheduled"] == 1
     await h.close()
