@@ -35,7 +35,12 @@ from troupe.scheduler.kube import (
     connect,
 )
 from troupe.scheduler.kube.discovery import served_gang_apis
-from troupe.scheduler.kube.gang_informers import GANG_PATHS, add_gang_informers, gang_informers
+from troupe.scheduler.kube.gang_informers import (
+    GANG_PATHS,
+    TEMPLATES_PATH,
+    add_gang_informers,
+    gang_informers,
+)
 from troupe.scheduler.tasks import TaskSupervisor
 from troupe.sim.apiserver.server import ApiServer
 from troupe.sim.crds import POD_GROUP_CRD
@@ -335,7 +340,11 @@ async def test_add_gang_informers_adds_the_served_kinds(
     before = len(shared.informers)
     watched = await add_gang_informers(shared, RealClock(), enabled=enabled)
     assert watched == expected
-    assert {i.path for i in shared.informers[before:]} == {GANG_PATHS[api] for api in expected}
+    paths = {GANG_PATHS[api] for api in expected}
+    if GangApi.POD_GROUP in expected:
+        # The v1alpha2 Workloads whose templates PodGroups may name.
+        paths.add(TEMPLATES_PATH)
+    assert {i.path for i in shared.informers[before:]} == paths
 
 
 async def test_the_status_controller_writes_podgroup_status_as_pods_move(cluster: Cluster) -> None:
