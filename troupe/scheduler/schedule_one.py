@@ -126,7 +126,7 @@ class Scheduler(BindingCycle):
             on_incoming=metrics.incoming if metrics is not None else None,
         )
         if metrics is not None:
-            metrics.attach(self.queue, self.cache)
+            metrics.attach(self.queue, self.cache, self.clock)
         self.groups.on_change(self.queue.group_changed)
         self.group_cycle = GroupCycle(self)
         self.pod_batches = PodBatches(self)
