@@ -102,15 +102,31 @@ async def _play(args: argparse.Namespace, config: ResolvedConfig, scenario: obje
                 f"(API server {cluster.url})",
                 file=sys.stderr,
             )
+            runner = ScenarioRunner(cluster, scenario, progress=bar)
+            playing = asyncio.ensure_future(runner.run())
+            loop_ended = asyncio.ensure_future(daemon.wait())
             try:
-                runner = ScenarioRunner(cluster, scenario, progress=bar)
-                summary = await runner.run()
+                await asyncio.wait({playing, loop_ended}, return_when=asyncio.FIRST_COMPLETED)
             finally:
+                playing.cancel()
+                loop_ended.cancel()
                 if bar is not None:
                     bar.close()
                 await daemon.stop(grace=2)
+            failure = _loop_failure(loop_ended)
+            if failure is not None:
+                # The scenario cannot finish without the scheduler: say why it stopped.
+                print(f"troupe sim: the scheduling loop failed: {failure!r}", file=sys.stderr)
+                return 1
+            summary = playing.result()
     print(render_summary(summary))
     return 0
+
+
+def _loop_failure(loop_ended: asyncio.Future[None]) -> BaseException | None:
+    if not loop_ended.done() or loop_ended.cancelled():
+        return None
+    return loop_ended.exception()
 
 
 async def _serve(args: argparse.Namespace, config: ResolvedConfig) -> int:
@@ -155,6 +171,9 @@ async def _serve(args: argparse.Namespace, config: ResolvedConfig) -> int:
             await daemon.stop(grace=5)
             if health is not None:
                 await health.stop()
-            failed = waiter.done() and not waiter.cancelled() and waiter.exception() is not None
+            failure = _loop_failure(waiter)
+    if failure is not None:
+        print(f"troupe sim: the scheduling loop failed: {failure!r}", file=sys.stderr)
+        return 1
     print("troupe sim: stopped", file=sys.stderr)
-    return 1 if failed else 0
+    return 0
