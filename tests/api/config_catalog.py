@@ -68,6 +68,7 @@ CATALOG = {
         _desc("NodeResourcesFit", FILTER_SCORE, FitArgs),
         _desc("PodTopologySpread", FILTER_SCORE, SpreadArgs),
         _desc("InterPodAffinity", FILTER_SCORE),
+        _desc("DefaultPreemption", {"postFilter"}),
         _desc("NodeResourcesBalancedAllocation", {"preScore", "score"}),
         _desc("DefaultBinder", {"bind"}),
         _desc(

@@ -87,7 +87,10 @@ async def test_an_unschedulable_pod_is_told_why_and_scheduled_when_a_node_fits(
     c = condition()
     assert c is not None
     assert (c["status"], c["reason"]) == ("False", "Unschedulable")
-    assert c["message"] == "0/3 nodes are available: 3 Insufficient cpu."
+    assert c["message"] == (
+        "0/3 nodes are available: 3 Insufficient cpu. "
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+    )
     await eventually(lambda: bool(events_for(cluster, "big", "FailedScheduling")))
     event = events_for(cluster, "big", "FailedScheduling")[0]
     assert (event["type"], event["action"]) == ("Warning", "Scheduling")

@@ -25,6 +25,10 @@ class Recorder:
     # pod key -> errors raised by successive bind calls (popped one per call)
     bind_errors: dict[str, list[ApiError]] = field(default_factory=dict)
     echo_to: Callable[[Pod, Pod], None] | None = None
+    # Preemption: the nominatedNodeName each status patch set ("" clears), and the
+    # pods deleted, in order.
+    nominations: dict[str, str] = field(default_factory=dict)
+    deletions: list[str] = field(default_factory=list)
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         errors = self.bind_errors.get(pod.key)
@@ -44,6 +48,12 @@ class Recorder:
     ) -> None:
         if condition is not None:
             self.conditions[pod.key] = condition
+        if nominated_node_name is not None:
+            self.nominations[pod.key] = nominated_node_name
+
+    async def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> bool:
+        self.deletions.append(pod.key)
+        return True
 
     async def record_event(self, event: Event) -> None:
         self.events.append(event)

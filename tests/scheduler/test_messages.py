@@ -34,7 +34,7 @@ from troupe.scheduler.messages import fit_error_message
                 {"Too many pods": 2},
                 post_filter_message=(
                     "preemption: 0/2 nodes are available: "
-                    "2 No preemption victims found for incoming pod"
+                    "2 No preemption victims found for incoming pod."
                 ),
             ),
             "0/2 nodes are available: 2 Too many pods. preemption: 0/2 nodes are available: "

@@ -51,7 +51,8 @@ async def test_a_pod_pinned_to_a_missing_node_is_told_why_and_waits_for_a_node()
     await h.settle()
     assert h.client.bindings == []
     assert h.client.conditions["default/p"].message == (
-        "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     # Waits for a node event (NodeAffinity's hints), not a timed backoff retry.
     assert h.scheduler.queue.pending_counts()["unschedulable"] == 1
@@ -69,7 +70,9 @@ async def test_nodes_left_out_by_prefilter_are_counted_beside_filter_reasons() -
     await h.settle()
     assert h.client.conditions["default/p"].message == (
         "0/3 nodes are available: 1 Insufficient cpu, "
-        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling."
     )
     assert queued(h, "default/p").unschedulable_plugins == {"NodeAffinity", "NodeResourcesFit"}
     await h.close()

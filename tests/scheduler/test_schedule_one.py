@@ -77,7 +77,9 @@ async def test_an_unschedulable_pod_gets_the_upstream_message_and_waits() -> Non
     )
     assert condition.message == (
         "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, "
-        "2 Insufficient cpu."
+        "2 Insufficient cpu. preemption: 0/3 nodes are available: "
+        "1 Preemption is not helpful for scheduling, "
+        "2 No preemption victims found for incoming pod."
     )
     (event,) = h.client.events_for("default/big", "FailedScheduling")
     assert event.type == "Warning" and event.action == "Scheduling"

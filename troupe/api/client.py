@@ -77,6 +77,11 @@ class SchedulerClient(Protocol):
 
     async def record_event(self, event: Event) -> None: ...
 
+    async def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> bool:
+        """Delete the pod with its UID as precondition (preemption). False when that
+        pod is already gone. Raises ApiError."""
+        ...
+
     async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """JSON merge patch of any object (e.g. a PodGroup's status); returns it."""
         ...

@@ -80,6 +80,7 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("NodeResourcesFit", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("DefaultBinder", 0),
 )

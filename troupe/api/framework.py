@@ -30,6 +30,7 @@ from troupe.api.events import ClusterEventWithHint
 from troupe.api.gangs import GroupDirectory
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Pod
+from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 
@@ -101,7 +102,12 @@ class Diagnosis:
 
 @dataclass(frozen=True, slots=True)
 class PostFilterResult:
+    """What PostFilter proposes. With ``victims``: the pod fits on
+    ``nominated_node_name`` once they are gone; the scheduler nominates it there and
+    evicts them. Without: ``nominated_node_name`` "" clears an earlier nomination."""
+
     nominated_node_name: str = ""
+    victims: tuple[PodInfo, ...] = ()
 
 
 # --- the extension points --------------------------------------------------------
@@ -291,6 +297,14 @@ class Handle(Protocol):
     def groups(self) -> GroupDirectory: ...
     def get_waiting_pod(self, key: str) -> WaitingPod | None: ...
     def iterate_waiting_pods(self) -> Sequence[WaitingPod]: ...
+    def run_filter_plugins_with_nominated_pods(self, pod: PodInfo, slot: int) -> Status:
+        """PreFilter and Filter of ``pod`` on node ``slot`` as the table stands now,
+        with the nominated pods of equal or higher priority added (upstream
+        ``RunFilterPluginsWithNominatedPods``). Preemption calls it while it has
+        lower-priority pods taken off the node."""
+        ...
+
+    def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]: ...
 
 
 PluginFactory = Callable[[BaseModel | None, Handle], object]

@@ -249,6 +249,7 @@ class PodStatus(KubeModel):
     phase: str = "Pending"
     conditions: list[PodCondition] = Field(default_factory=list)
     nominated_node_name: str = ""
+    start_time: str | None = None
 
 
 class Pod(KubeModel):

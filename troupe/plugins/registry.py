@@ -135,6 +135,7 @@ def default_registry() -> Registry:
     # package can never import the registry back.
     from troupe.plugins.coscheduling import Coscheduling, CoschedulingArgs
     from troupe.plugins.defaultbinder import DefaultBinder
+    from troupe.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
     from troupe.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
     from troupe.plugins.nodeaffinity import NodeAffinity, NodeAffinityArgs
     from troupe.plugins.nodename import NodeName
@@ -163,6 +164,7 @@ def default_registry() -> Registry:
             plugin_spec(Fit, NodeResourcesFitArgs),
             plugin_spec(PodTopologySpread, PodTopologySpreadArgs),
             plugin_spec(InterPodAffinity, InterPodAffinityArgs),
+            plugin_spec(DefaultPreemption, DefaultPreemptionArgs),
             plugin_spec(BalancedAllocation, NodeResourcesBalancedAllocationArgs),
             plugin_spec(DefaultBinder),
             # Not in the default profile: scheduler-plugins' algorithm, for profiles

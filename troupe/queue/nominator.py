@@ -2,10 +2,12 @@
 
 After PostFilter (preemption) picks a node for a pod, the scheduler records the
 nomination here and writes ``status.nominatedNodeName``; until the pod binds,
-Filter plugins on that node account for the nominated pods of higher or equal
-priority (``nominated_pods_for_node``) so the freed room is not taken by
-someone else. ``SchedulingQueue`` owns one ``Nominator`` and keeps it in step with
-pod adds, updates and deletes.
+Filter on that node accounts for the nominated pods of higher or equal priority
+(``troupe.scheduler.nominated``) so the freed room is not taken by someone else.
+``SchedulingQueue`` owns one ``Nominator`` and keeps it in step with pod adds,
+updates and deletes: a nomination ends when the pod is deleted, bound (anywhere),
+placed by a scheduling cycle, or when preemption finds nothing for it or a
+higher-priority pod preempts on its node.
 """
 
 from __future__ import annotations
@@ -62,3 +64,7 @@ class Nominator:
 
     def pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self._pods_on.get(node_name, {}).values())
+
+    def nodes(self) -> list[str]:
+        """Nodes with at least one nominated pod (Filter adjusts only these)."""
+        return list(self._pods_on)

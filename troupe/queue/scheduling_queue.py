@@ -440,3 +440,6 @@ class SchedulingQueue:
 
     def nominated_node(self, key: str) -> str | None:
         return self._nominator.node_of(key)
+
+    def nominated_nodes(self) -> list[str]:
+        return self._nominator.nodes()

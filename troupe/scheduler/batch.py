@@ -211,17 +211,21 @@ class BatchPlacer:
         """Node ``slot`` just got a pod: re-check it alone."""
         assert self.state is not None
         table = self.s.cache.table
-        for check, plugin in self._filters:
-            ok = (
-                check(self.state, info, table, slot)
-                if check is not None
-                else bool(plugin.filter(self.state, info, table).feasible[slot])
-            )
-            if not ok:
-                self.alive[index] = False
-                self.live -= 1
-                self.total[index] = _DEAD
-                return
+        ok = all(
+            check(self.state, info, table, slot)
+            if check is not None
+            else bool(plugin.filter(self.state, info, table).feasible[slot])
+            for check, plugin in self._filters
+        )
+        nominated = self.fwk.handle.nominated
+        if ok and nominated is not None:
+            # Room nominated to pods of equal or higher priority stays theirs.
+            ok = nominated.fits(self.fwk, self.state, info, table, slot)
+        if not ok:
+            self.alive[index] = False
+            self.live -= 1
+            self.total[index] = _DEAD
+            return
         one = np.array([slot], dtype=np.intp)
         renormalized = False
         for sc in self.scores:

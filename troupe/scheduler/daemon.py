@@ -40,6 +40,7 @@ from troupe.scheduler.kube import (
     connect,
 )
 from troupe.scheduler.kube.gang_informers import add_gang_informers
+from troupe.scheduler.kube.pdb_informer import pdb_informer
 from troupe.scheduler.kube.transport import observe_requests
 from troupe.scheduler.metrics import SchedulerMetrics
 from troupe.scheduler.schedule_one import Scheduler
@@ -161,6 +162,7 @@ class SchedulerDaemon:
             if gang_api is GangApi.COSCHEDULING:
                 status.on_group_delete(obj)  # type: ignore[arg-type]
 
+        informers.add(pdb_informer(informers.transport, self.clock, self.scheduler.pdbs))
         self.gang_apis = await add_gang_informers(
             informers,
             self.clock,

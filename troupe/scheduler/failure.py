@@ -52,6 +52,7 @@ class FailureReporter:
         status: Status,
         diagnosis: Diagnosis | None,
         cycle: int,
+        nominated_node_name: str | None = None,
     ) -> None:
         info = entity.pod_info
         message = failure_message(status, diagnosis)
@@ -75,7 +76,8 @@ class FailureReporter:
         condition = PodCondition(
             type="PodScheduled", status="False", reason=reason, message=message
         )
-        self._writer.pod_status(info.pod, condition, None)
+        # With the condition, in one patch: the node preemption nominated ("" clears).
+        self._writer.pod_status(info.pod, condition, nominated_node_name)
         self._writer.event(
             Event(
                 ObjectRef.of_pod(info.pod),

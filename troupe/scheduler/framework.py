@@ -14,7 +14,7 @@ plugin's name on the Status, and wrap exceptions and errors as
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,10 +49,12 @@ from troupe.api.framework import (
 from troupe.api.gangs import GroupDirectory, NoGroups
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Pod
+from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
 from troupe.scheduler.messages import pre_filter_excluded_reason
+from troupe.scheduler.nominated import NominatedPods
 from troupe.scheduler.waiting_pods import WaitingPod, WaitingPods
 
 log = structlog.get_logger("troupe.framework")
@@ -128,6 +130,10 @@ class FrameworkHandle:
         self._client, self._clock, self._table = client, clock, table
         self._scheduler_name, self._waiting = scheduler_name, waiting
         self._groups: GroupDirectory = groups if groups is not None else NoGroups()
+        # Wired by the scheduler once the framework and the queue exist.
+        self.framework: Framework | None = None
+        self.nominated: NominatedPods | None = None
+        self.pdbs: Mapping[str, PodDisruptionBudget] = {}
 
     @property
     def client(self) -> SchedulerClient:
@@ -151,6 +157,14 @@ class FrameworkHandle:
 
     def get_waiting_pod(self, key: str) -> WaitingPod | None:
         return self._waiting.get(key)
+
+    def run_filter_plugins_with_nominated_pods(self, pod: PodInfo, slot: int) -> Status:
+        if self.framework is None or self.nominated is None:
+            return Status.from_error(RuntimeError("the framework is not wired to a scheduler"))
+        return self.nominated.check_node(self.framework, pod, self._table, slot)
+
+    def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
+        return list(self.pdbs.values())
 
     def iterate_waiting_pods(self) -> Sequence[WaitingPod]:
         return self._waiting.all()
@@ -202,6 +216,8 @@ class Framework:
         # Profiles with scheduler-plugins' Coscheduling gang pod by pod (Permit
         # barrier); all others place a gang in one pod-group cycle.
         self.pod_by_pod_gangs = "Coscheduling" in plugins
+        # PostFilter runs of DefaultPreemption count as preemption attempts.
+        self.preempts = any(name == "DefaultPreemption" for name, _ in self.post_filter)
         # Protocol isinstance checks are slow: decide once, not every cycle.
         self._normalizers: dict[str, ScoreExtensions] = {
             name: plugin for name, plugin, _ in self.score if isinstance(plugin, ScoreExtensions)
@@ -331,6 +347,11 @@ class Framework:
                 feasible = feasible & result.feasible
                 if not feasible.any():
                     break
+        nominated = self.handle.nominated
+        if nominated is not None and status.is_success and feasible.any():
+            # Room promised to nominated pods of equal or higher priority is taken.
+            feasible, extra = nominated.adjust(self, state, pod, table, feasible)
+            rejected.extend(extra)
         self._timed("Filter", start, status)
         return FilterOutcome(feasible, tuple(rejected), status)
 

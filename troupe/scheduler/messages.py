@@ -26,7 +26,9 @@ def fit_error_message(diagnosis: Diagnosis) -> str:
         if reasons:
             message += f" {', '.join(reasons)}."
     if diagnosis.post_filter_message:
-        message += f" {diagnosis.post_filter_message}."
+        # Appended as it is (upstream no longer adds a period: preemption's own
+        # message already ends with one).
+        message += f" {diagnosis.post_filter_message}"
     return message
 
 

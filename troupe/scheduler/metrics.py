@@ -66,6 +66,7 @@ PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
 SLI_BUCKETS = exponential_buckets(0.01, 2, 20)
 POD_ATTEMPTS_BUCKETS = exponential_buckets(1, 2, 5)
 PERMIT_WAIT_BUCKETS = exponential_buckets(0.001, 2, 15)
+PREEMPTION_VICTIMS_BUCKETS = exponential_buckets(1, 2, 7)
 # client-go rest_client_request_duration_seconds (component-base/metrics/prometheus/restclient).
 REST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 
@@ -299,6 +300,17 @@ class SchedulerMetrics:
             buckets=ATTEMPT_BUCKETS,
             registry=r,
         )
+        self.preemption_attempts = CounterFamily(
+            "scheduler_preemption_attempts_total",
+            "Total preemption attempts in the cluster till now",
+            registry=r,
+        )
+        self.preemption_victims_count = HistogramFamily(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            buckets=PREEMPTION_VICTIMS_BUCKETS,
+            registry=r,
+        )
         self.rest_requests = CounterFamily(
             "rest_client_requests_total",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -330,6 +342,8 @@ class SchedulerMetrics:
         self._slis: dict[int, HistogramChild] = {}
         self._algorithm = self.algorithm_duration.labels()
         self._pod_attempts = self.pod_attempts.labels()
+        self._preemption_attempts = self.preemption_attempts.labels()
+        self._preemption_victims = self.preemption_victims_count.labels()
 
     @classmethod
     def for_process(cls) -> SchedulerMetrics:
@@ -378,6 +392,14 @@ class SchedulerMetrics:
 
     def algorithm(self, seconds: float) -> None:
         self._algorithm.observe(seconds)
+
+    def preemption_attempt(self) -> None:
+        """DefaultPreemption's PostFilter ran once."""
+        self._preemption_attempts.inc()
+
+    def preemption_victims(self, victims: int) -> None:
+        """A preemption was carried out with this many victims."""
+        self._preemption_victims.observe(victims)
 
     def observer(self, profile: str) -> ObserverFn:
         """The framework ``Observer`` of one profile: extension points always, plugins

@@ -19,3 +19,6 @@ class ScheduleResult:
 class CycleFailure:
     status: Status
     diagnosis: Diagnosis | None = None
+    # PostFilter's nomination to write with the failure: a node (preemption), ""
+    # to clear an earlier one, None to leave ``status.nominatedNodeName`` alone.
+    nominated_node_name: str | None = None

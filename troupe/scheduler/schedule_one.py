@@ -31,6 +31,7 @@ from troupe.api.framework import Diagnosis
 from troupe.api.gangs import GroupRef, group_ref_of
 from troupe.api.nodetable import IndexArray
 from troupe.api.objects import Pod
+from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
@@ -50,7 +51,9 @@ from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.group_cycle import GroupCycle
 from troupe.scheduler.messages import NO_NODES_AVAILABLE
 from troupe.scheduler.metrics import PLUGIN_METRICS_SAMPLE_PERCENT, SchedulerMetrics
+from troupe.scheduler.nominated import NominatedPods
 from troupe.scheduler.pod_batch import PodBatches
+from troupe.scheduler.preemption import Preemptions
 from troupe.scheduler.results import CycleFailure, ScheduleResult
 from troupe.scheduler.stats import AttemptStats
 from troupe.scheduler.tasks import TaskSupervisor
@@ -141,6 +144,15 @@ class Scheduler(BindingCycle):
             client, self.background, bindings=self.bindings, clock=self.clock
         )
         self.failures = FailureReporter(self.writer, self.queue)
+        # Preemption: nominated pods count in Filter; PDBs are filled by an informer.
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self.nominated = NominatedPods(self.queue, self.cache)
+        for fwk in self.frameworks.values():
+            fwk.handle.framework = fwk
+            fwk.handle.nominated, fwk.handle.pdbs = self.nominated, self.pdbs
+        self.preemptions = Preemptions(
+            client, self.writer, self.queue, self.waiting, self.background, metrics
+        )
         self._rng = random.Random(seed)
         # Its own generator: sampling must not shift the seeded tie-breaks.
         self._sample_rng = random.Random(seed + 1)
@@ -206,7 +218,9 @@ class Scheduler(BindingCycle):
                 fwk.name,
                 time.perf_counter() - start,
             )
-            self.failures.report(fwk, entity, outcome.status, outcome.diagnosis, cycle)
+            self.failures.report(
+                fwk, entity, outcome.status, outcome.diagnosis, cycle, outcome.nominated_node_name
+            )
             return True
         self.queue.done(info.key)
         self.stats.cycle(time.perf_counter() - start)
@@ -371,11 +385,31 @@ class Scheduler(BindingCycle):
         diagnosis: Diagnosis,
         status: Status,
     ) -> CycleFailure:
-        if status.code is not Code.UNSCHEDULABLE_AND_UNRESOLVABLE and fwk.post_filter:
+        nominated: str | None = None
+        if (
+            status.code is not Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            and fwk.post_filter
+            # An earlier preemption of this pod is still evicting: wait for it.
+            and not self.preemptions.in_flight(info)
+        ):
             # Run "postfilter" plugins (e.g. preemption).
-            _, post = fwk.run_post_filter(state, info, self.cache.table, diagnosis)
+            result, post = fwk.run_post_filter(state, info, self.cache.table, diagnosis)
+            if fwk.preempts:
+                self.preemptions.attempted()
             if post.code is Code.ERROR:
                 return CycleFailure(post, diagnosis)
+            if result is not None and post.is_success and result.victims:
+                nominated = result.nominated_node_name
+                self.preemptions.actuate(fwk.name, info, nominated, result.victims)
+            elif (
+                fwk.preempts
+                and result is not None
+                and not result.nominated_node_name
+                and (self.queue.nominated_node(info.key) or info.pod.status.nominated_node_name)
+            ):
+                # Preemption cannot help: the earlier nomination ends.
+                self.queue.delete_nominated(info.key)
+                nominated = ""
         return CycleFailure(
             Status(
                 status.code if status.is_rejected else Code.UNSCHEDULABLE,
@@ -383,6 +417,7 @@ class Scheduler(BindingCycle):
                 status.plugin,
             ),
             diagnosis,
+            nominated,
         )
 
     # --- lifecycle ---------------------------------------------------------------------

@@ -1,0 +1,160 @@
+"""Carrying out a preemption that PostFilter decided (upstream ``prepareCandidate``).
+
+``Scheduler._post_filter`` calls ``Preemptions.actuate`` when a PostFilter plugin
+(DefaultPreemption) returns a node and victims. In the scheduling cycle, at once:
+
+- the preemptor is nominated to the node in the queue's nominator, so the next
+  cycles leave the freed room to it (its ``status.nominatedNodeName`` is written
+  with its ``PodScheduled`` condition by ``troupe.scheduler.failure``);
+- pods of lower priority nominated to the same node lose that nomination (in the
+  nominator and in their status): they may no longer fit there;
+- ``scheduler_preemption_victims`` observes the number of victims.
+
+Then, in one owned task, each victim in parallel: a victim waiting at Permit is
+rejected (it was never bound); any other gets ``DisruptionTarget=True`` with reason
+``PreemptionByScheduler``, is deleted with its UID as precondition, and gets a
+``Preempted`` event (``Preempted by pod <uid> on node <node>``). A victim already
+being deleted is left alone. While that task runs the preemptor does not preempt
+again (upstream async preemption keeps it out of the cycle the same way); if an
+API call fails, the preemptor is moved to the active queue to try again, as
+upstream does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from troupe.api.client import ApiError, Event, ObjectRef, SchedulerClient
+from troupe.api.objects import PodCondition
+from troupe.api.podinfo import PodInfo
+from troupe.plugins import names
+from troupe.plugins.defaultpreemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
+from troupe.queue.scheduling_queue import SchedulingQueue
+from troupe.scheduler.metrics import SchedulerMetrics
+from troupe.scheduler.tasks import TaskSupervisor
+from troupe.scheduler.waiting_pods import WaitingPods
+from troupe.scheduler.writer import BackgroundWriter
+
+log = structlog.get_logger("troupe.preemption")
+
+
+def disruption_condition(scheduler_name: str) -> PodCondition:
+    return PodCondition(
+        type=DISRUPTION_TARGET,
+        status="True",
+        reason=PREEMPTION_BY_SCHEDULER,
+        message=f"{scheduler_name}: preempting to accommodate a higher priority pod",
+    )
+
+
+def preempted_note(preemptor: PodInfo, node: str) -> str:
+    return f"Preempted by pod {preemptor.pod.metadata.uid} on node {node}"
+
+
+class Preemptions:
+    def __init__(
+        self,
+        client: SchedulerClient,
+        writer: BackgroundWriter,
+        queue: SchedulingQueue,
+        waiting: WaitingPods,
+        tasks: TaskSupervisor,
+        metrics: SchedulerMetrics | None = None,
+    ) -> None:
+        self._client = client
+        self._writer = writer
+        self._queue = queue
+        self._waiting = waiting
+        self._tasks = tasks
+        self._metrics = metrics
+        # Preemptor keys (with UID) whose victims are being evicted.
+        self._running: set[tuple[str, str]] = set()
+
+    def in_flight(self, preemptor: PodInfo) -> bool:
+        """The preemptor's last preemption is still evicting its victims."""
+        return (preemptor.key, preemptor.pod.metadata.uid) in self._running
+
+    def attempted(self) -> None:
+        if self._metrics is not None:
+            self._metrics.preemption_attempt()
+
+    def actuate(
+        self, scheduler_name: str, preemptor: PodInfo, node: str, victims: tuple[PodInfo, ...]
+    ) -> None:
+        self._queue.add_nominated(preemptor, node)
+        for other in self._queue.nominated_pods_for_node(node):
+            if other.priority < preemptor.priority:
+                self._queue.delete_nominated(other.key)
+                self._writer.pod_status(other.pod, None, "")
+        if self._metrics is not None:
+            self._metrics.preemption_victims(len(victims))
+        log.info(
+            "preempting",
+            pod=preemptor.key,
+            node=node,
+            victims=[v.key for v in victims],
+        )
+        marker = (preemptor.key, preemptor.pod.metadata.uid)
+        self._running.add(marker)
+        self._tasks.spawn(
+            self._evict(scheduler_name, preemptor, node, victims, marker),
+            name=f"preempt for {preemptor.key}",
+        )
+
+    async def _evict(
+        self,
+        scheduler_name: str,
+        preemptor: PodInfo,
+        node: str,
+        victims: tuple[PodInfo, ...],
+        marker: tuple[str, str],
+    ) -> None:
+        try:
+            done = await asyncio.gather(
+                *(self._preempt(scheduler_name, preemptor, node, v) for v in victims)
+            )
+        finally:
+            self._running.discard(marker)
+        if not all(done):
+            # The preemptor may be stuck in the unschedulable pool: try again now.
+            self._queue.activate([preemptor.key])
+
+    async def _preempt(
+        self, scheduler_name: str, preemptor: PodInfo, node: str, victim: PodInfo
+    ) -> bool:
+        """Evict one victim; False when an API call failed."""
+        waiting = self._waiting.get(victim.key)
+        if waiting is not None:
+            waiting.reject(names.DEFAULT_PREEMPTION, "preempted")
+        elif victim.pod.metadata.deletion_timestamp is not None:
+            # Graceful deletion already started: nothing to send.
+            return True
+        else:
+            try:
+                await self._client.patch_pod_status(
+                    victim.pod, disruption_condition(scheduler_name), None
+                )
+                await self._client.delete_pod(victim.pod)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return True
+                log.error(
+                    "could not preempt victim",
+                    pod=preemptor.key,
+                    victim=victim.key,
+                    node=node,
+                    err=str(exc),
+                )
+                return False
+        self._writer.event(
+            Event(
+                ObjectRef.of_pod(victim.pod),
+                "Normal",
+                "Preempted",
+                "Preempting",
+                preempted_note(preemptor, node),
+            )
+        )
+        return True
