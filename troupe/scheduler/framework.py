@@ -3,7 +3,8 @@
 ``Framework.build`` instantiates every plugin a ``ResolvedProfile`` enables (one
 instance per plugin, shared by all its extension points) and sorts them into the
 extension points they implement, in profile order. ``troupe.scheduler.schedule_one``
-calls the ``run_*`` methods.
+calls the ``run_*`` methods: those up to Score are here, Reserve to PostBind in
+``troupe.scheduler.commit_runners``.
 
 Every runner has the same shape: loop over the point's plugins, time the point
 (and, on sampled cycles, each plugin) through one observer, stamp the failing
@@ -14,7 +15,7 @@ plugin's name on the Status, and wrap exceptions and errors as
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ import structlog
 from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.config import ResolvedProfile
-from troupe.api.cycle import CycleState, StateKey
+from troupe.api.cycle import CycleState
 from troupe.api.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -53,39 +54,28 @@ from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
+from troupe.scheduler.commit_runners import CommitRunners
 from troupe.scheduler.messages import pre_filter_excluded_reason
 from troupe.scheduler.nominated import NominatedPods
+from troupe.scheduler.runner_support import (
+    RECORD_PLUGIN_METRICS,
+    Observer,
+    no_observer,
+    plugin_error,
+    plugin_failure,
+)
 from troupe.scheduler.waiting_pods import WaitingPod, WaitingPods
 
 log = structlog.get_logger("troupe.framework")
 
-Observer = Callable[[str, str, str, float], None]
-"""(extension point, plugin or "", status code name, seconds) -> None."""
-
-
-RECORD_PLUGIN_METRICS = StateKey[bool]("troupe/record-plugin-metrics")
-"""Set to True by the scheduler on the cycles whose per-plugin durations are recorded
-(upstream ``CycleState.SetRecordPluginMetrics``, 10% of cycles); unsampled cycles
-pay one dict lookup per extension point."""
-
-
-def _no_observer(point: str, plugin: str, code: str, seconds: float) -> None:
-    return None
-
-
-def _error(plugin: str, point: str, exc: BaseException | str) -> Status:
-    """A raised exception (or an error message) of ``plugin`` as its runner reports it."""
-    status = Status.from_error(exc if isinstance(exc, BaseException) else RuntimeError(exc))
-    return _failed(plugin, point, status)
-
-
-def _failed(plugin: str, point: str, status: Status) -> Status:
-    """A non-success Status returned by ``plugin``, as its runner reports it: stamped
-    with the plugin, and an ERROR wrapped with where it came from, exactly like a
-    raised exception (upstream ``running "X" <point> plugin: <error>``)."""
-    if status.code is Code.ERROR:
-        status = status.wrapped(f'running "{plugin}" {point} plugin')
-    return status.stamped(plugin)
+__all__ = [
+    "RECORD_PLUGIN_METRICS",
+    "FilterOutcome",
+    "Framework",
+    "FrameworkHandle",
+    "MergedPreFilterResult",
+    "Observer",
+]
 
 
 def _no_common_node(plugins: Sequence[str]) -> str:
@@ -170,13 +160,13 @@ class FrameworkHandle:
         return self._waiting.all()
 
 
-class Framework:
+class Framework(CommitRunners):
     def __init__(
         self,
         profile: ResolvedProfile,
         plugins: dict[str, object],
         handle: FrameworkHandle,
-        observer: Observer = _no_observer,
+        observer: Observer = no_observer,
     ) -> None:
         self.profile = profile
         self.name = profile.scheduler_name
@@ -229,7 +219,7 @@ class Framework:
         profile: ResolvedProfile,
         registry: Registry,
         handle: FrameworkHandle,
-        observer: Observer = _no_observer,
+        observer: Observer = no_observer,
     ) -> Framework:
         names: list[str] = []
         for refs in profile.points.values():
@@ -253,21 +243,15 @@ class Framework:
             try:
                 st = plugin.pre_enqueue(pod)
             except Exception as exc:
-                status = _error(name, "preEnqueue", exc)
+                status = plugin_error(name, "preEnqueue", exc)
                 break
             if not st.is_success:
-                status = _failed(name, "preEnqueue", st)
+                status = plugin_failure(name, "preEnqueue", st)
                 break
         self._timed("PreEnqueue", start, status)
         return status
 
     # --- scheduling cycle ---------------------------------------------------------
-
-    def _timed(self, point: str, start: float, status: Status) -> None:
-        self.observe(point, "", status.code.name, time.perf_counter() - start)
-
-    def _plugin_timed(self, point: str, plugin: str, start: float, status: Status) -> None:
-        self.observe(point, plugin, status.code.name, time.perf_counter() - start)
 
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable
@@ -283,7 +267,7 @@ class Framework:
             try:
                 result, st = plugin.pre_filter(state, pod, table)
             except Exception as exc:
-                status = _error(name, "preFilter", exc)
+                status = plugin_error(name, "preFilter", exc)
                 break
             if sampled:
                 self._plugin_timed("PreFilter", name, t, st)
@@ -291,7 +275,7 @@ class Framework:
                 state.skip_filter_plugins.add(name)
                 continue
             if not st.is_success:
-                status = _failed(name, "preFilter", st)
+                status = plugin_failure(name, "preFilter", st)
                 break
             if result is not None and result.node_names is not None:
                 restricting.append(name)
@@ -334,12 +318,12 @@ class Framework:
             try:
                 result = plugin.filter(state, pod, table)
             except Exception as exc:
-                status = _error(name, "filter", exc)
+                status = plugin_error(name, "filter", exc)
                 break
             if sampled:
                 self._plugin_timed("Filter", name, t, result.status)
             if result.status.code is Code.ERROR:
-                status = _failed(name, "filter", result.status)
+                status = plugin_failure(name, "filter", result.status)
                 break
             newly = feasible & ~result.feasible
             if newly.any():
@@ -401,12 +385,12 @@ class Framework:
             try:
                 result, st = plugin.post_filter(state, pod, table, diagnosis)
             except Exception as exc:
-                status = _error(name, "postFilter", exc)
+                status = plugin_error(name, "postFilter", exc)
                 break
             if sampled:
                 self._plugin_timed("PostFilter", name, t, st)
             if st.is_success or st.code is Code.ERROR:
-                status = _failed(name, "postFilter", st)
+                status = plugin_failure(name, "postFilter", st)
                 break
             if st.message:
                 diagnosis.post_filter_message = st.message
@@ -424,14 +408,14 @@ class Framework:
             try:
                 st = plugin.pre_score(state, pod, table, slots)
             except Exception as exc:
-                status = _error(name, "preScore", exc)
+                status = plugin_error(name, "preScore", exc)
                 break
             if sampled:
                 self._plugin_timed("PreScore", name, t, st)
             if st.is_skip:
                 state.skip_score_plugins.add(name)
             elif not st.is_success:
-                status = _failed(name, "preScore", st)
+                status = plugin_failure(name, "preScore", st)
                 break
         self._timed("PreScore", start, status)
         return status
@@ -454,10 +438,10 @@ class Framework:
                 if normalizer is not None:
                     normalizer.normalize_score(state, pod, scores)
             except Exception as exc:
-                status = _error(name, "score", exc)
+                status = plugin_error(name, "score", exc)
                 break
             if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
-                status = _error(
+                status = plugin_error(
                     name,
                     "score",
                     f"score out of range [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]: "
@@ -470,120 +454,3 @@ class Framework:
                 self._plugin_timed("Score", name, t, SUCCESS)
         self._timed("Score", start, status)
         return total, status
-
-    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        start = time.perf_counter()
-        status = SUCCESS
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.reserve:
-            t = time.perf_counter()
-            try:
-                st = plugin.reserve(state, pod, node_name)
-            except Exception as exc:
-                status = _error(name, "reserve", exc)
-                break
-            if sampled:
-                self._plugin_timed("Reserve", name, t, st)
-            if not st.is_success:
-                status = _failed(name, "reserve", st)
-                break
-        self._timed("Reserve", start, status)
-        return status
-
-    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        """Every reserve plugin, in reverse order; failures cannot stop the others."""
-        start = time.perf_counter()
-        for _name, plugin in reversed(self.reserve):
-            try:
-                plugin.unreserve(state, pod, node_name)
-            except Exception as exc:  # keep unreserving the rest
-                log.error("unreserve failed", plugin=_name, pod=pod.key, error=repr(exc))
-        self._timed("Unreserve", start, SUCCESS)
-
-    def run_permit(
-        self, state: CycleState, pod: PodInfo, node_name: str, waiting: WaitingPods
-    ) -> Status:
-        """SUCCESS, a rejection, or WAIT (the pod was added to ``waiting``)."""
-        start = time.perf_counter()
-        timeouts: dict[str, float] = {}
-        status = SUCCESS
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.permit:
-            t = time.perf_counter()
-            try:
-                st, timeout = plugin.permit(state, pod, node_name)
-            except Exception as exc:
-                status = _error(name, "permit", exc)
-                break
-            if sampled:
-                self._plugin_timed("Permit", name, t, st)
-            if st.is_wait:
-                timeouts[name] = timeout
-            elif not st.is_success:
-                status = _failed(name, "permit", st)
-                break
-        if status.is_success and timeouts:
-            waiting.add(pod, timeouts)
-            status = Status(Code.WAIT)
-        self._timed("Permit", start, status)
-        return status
-
-    # --- binding cycle -------------------------------------------------------------
-
-    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        start = time.perf_counter()
-        status = SUCCESS
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.pre_bind:
-            t = time.perf_counter()
-            try:
-                st = await plugin.pre_bind(state, pod, node_name)
-            except Exception as exc:
-                status = _error(name, "preBind", exc)
-                break
-            if sampled:
-                self._plugin_timed("PreBind", name, t, st)
-            if not st.is_success:
-                status = _failed(name, "preBind", st)
-                break
-        self._timed("PreBind", start, status)
-        return status
-
-    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        start = time.perf_counter()
-        status = Status.from_error(RuntimeError("no bind plugin bound the pod"))
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.bind:
-            t = time.perf_counter()
-            try:
-                st = await plugin.bind(state, pod, node_name)
-            except Exception as exc:
-                status = _error(name, "bind", exc)
-                break
-            if sampled:
-                self._plugin_timed("Bind", name, t, st)
-            if st.is_skip:
-                continue
-            status = _failed(name, "bind", st)
-            break
-        self._timed("Bind", start, status)
-        return status
-
-    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        """Every PostBind plugin. The pod is bound already: PostBind is informational
-        (upstream), so a plugin that fails is logged and the others still run."""
-        start = time.perf_counter()
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.post_bind:
-            t = time.perf_counter()
-            st = SUCCESS
-            try:
-                plugin.post_bind(state, pod, node_name)
-            except Exception as exc:
-                st = _error(name, "postBind", exc)
-                log.error(
-                    "postbind failed", plugin=name, pod=pod.key, node=node_name, error=st.message
-                )
-            if sampled:
-                self._plugin_timed("PostBind", name, t, st)
-        self._timed("PostBind", start, SUCCESS)
