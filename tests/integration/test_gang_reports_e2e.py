@@ -88,7 +88,7 @@ async def test_bad_gang_input_is_reported_on_pods_and_groups_and_blocks_nothing_
         what=lambda: f"conditions on the bad gangs' pods, got {told()}",
     )
     for name in expected:
-        assert condition(cluster, name)["reason"] == "Unschedulable"
+        assert condition(cluster, name)["reason"] == "SchedulingGated"
     await eventually(
         lambda: all(notes(cluster, name) for name in expected),
         timeout=30,

@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 log = structlog.get_logger("troupe.gang")
 
 REASON_TIMEOUT: Final = REASON_UNSCHEDULABLE
+# A gang held back by its gate has not been tried: its pods say so with the reason
+# the API server gives gated pods, which cluster autoscalers do not scale up for
+# (an Unschedulable pod would make them add nodes for a group that cannot start).
+REASON_GATED: Final = "SchedulingGated"
 # How long a gang may wait for its group object or for minCount pods before its
 # pods are told (bad input is told at once).
 GATE_REPORT_AFTER: Final = 5.0
@@ -138,7 +142,7 @@ class GangTimeouts:
             for info in entity.members.values():
                 if info.key not in told.pods:
                     told.pods.add(info.key)
-                    self.report.pod(info, REASON_UNSCHEDULABLE, told.message)
+                    self.report.pod(info, REASON_GATED, told.message)
         for key in list(self._told):
             if key not in gated:
                 del self._told[key]
