@@ -52,8 +52,3 @@ def queryable_names() -> frozenset[str]:
     for family in families | (HISTOGRAM_FAMILIES & names):
         names |= {f"{family}_bucket", f"{family}_sum", f"{family}_count"}
     return frozenset(names)
-
-
-# Named in the dashboard but not yet defined by troupe.scheduler.metrics: troupe has no
-# preemption yet, so the "Preemption victims" panel shows no data until it does.
-NOT_YET_EXPORTED: frozenset[str] = frozenset({"scheduler_preemption_victims"})

@@ -11,6 +11,7 @@ from troupe.api.config import config_document, load_config
 from troupe.api.objects import Node, Pod
 from troupe.plugins.registry import Registry, catalog, default_registry
 from troupe.scheduler.handlers import ClusterEventHandlers
+from troupe.scheduler.metrics import SchedulerMetrics
 from troupe.scheduler.schedule_one import Scheduler
 
 from tests.scheduler.fakes import Recorder
@@ -23,12 +24,15 @@ class Harness:
         registry: Registry | None = None,
         echo: bool = True,
         seed: int = 0,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.registry = registry or default_registry()
         self.config = load_config(config_document(**(config or {})), catalog(self.registry))
         self.clock = FakeClock()
         self.client = Recorder()
-        self.scheduler = Scheduler(self.config, self.registry, self.client, self.clock, seed=seed)
+        self.scheduler = Scheduler(
+            self.config, self.registry, self.client, self.clock, seed=seed, metrics=metrics
+        )
         self.handlers = ClusterEventHandlers(self.scheduler)
         if echo:
             self.client.echo_to = self.handlers.on_pod_update
