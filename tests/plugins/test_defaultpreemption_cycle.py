@@ -3,11 +3,13 @@ nominated, evicted, reported and counted, and how nominations hold room."""
 
 from __future__ import annotations
 
+from troupe.api.gangs import POD_GROUP_LABEL, GangApi
 from troupe.api.objects import Pod, PodCondition
 from troupe.scheduler.metrics import SchedulerMetrics
 from troupe.scheduler.preemption import disruption_condition
 
 from tests.plugins.preemption_helpers import SCHEDULER, harness, node, pending, running
+from tests.scheduler.gangs import coscheduling_group
 from tests.scheduler.harness import Harness
 
 LOW = [running(f"low-{i}", "n1", priority=i) for i in range(4)]
@@ -132,4 +134,27 @@ async def test_preemption_is_counted() -> None:
         for le in ("1.0", "2.0", "64.0", "+Inf")
     }
     assert buckets == {"1.0": 0, "2.0": 1, "64.0": 1, "+Inf": 1}
+    await h.close()
+
+
+async def test_a_gang_that_cannot_fit_evicts_nothing_for_any_of_its_members() -> None:
+    h = harness(["n1"]).pods(LOW)
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("g", 2))
+    members = [pending(f"g-{i}", cpu="3").label(POD_GROUP_LABEL, "g").obj() for i in range(2)]
+    h.pods(members)
+    await h.settle()
+    # Each member alone could preempt three pods, but the gang as a whole never fits.
+    assert h.client.deletions == []
+    assert h.client.bindings == []
+    await h.close()
+
+
+async def test_a_nomination_ends_when_the_pod_is_bound_elsewhere() -> None:
+    h = harness(["n1"]).pods(LOW)
+    h.pods([pending("p", cpu="2").obj()])
+    await h.settle()
+    assert h.scheduler.queue.nominated_node("default/p") == "n1"
+    bound = pending("p", cpu="2").node("n2").obj()
+    h.handlers.on_pod_update(pending("p", cpu="2").nominated("n1").obj(), bound)
+    assert h.scheduler.queue.nominated_node("default/p") is None
     await h.close()
