@@ -37,7 +37,8 @@ async def test_a_pod_pinned_to_a_node_that_does_not_exist_yet_is_told_so_then_pl
     condition = scheduled_condition(cluster, "pinned")
     assert condition is not None and condition["reason"] == "Unschedulable"
     assert condition["message"] == (
-        "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     cluster.add_nodes(NodeSpec(count=1, cpu="4", name_prefix="ghost"))
     await eventually(
@@ -55,5 +56,7 @@ async def test_nodes_a_pinned_pod_cannot_use_are_counted_beside_the_one_that_is_
     assert condition is not None
     assert condition["message"] == (
         "0/3 nodes are available: 1 Insufficient cpu, "
-        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling."
     )

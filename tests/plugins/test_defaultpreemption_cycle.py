@@ -158,3 +158,18 @@ async def test_a_nomination_ends_when_the_pod_is_bound_elsewhere() -> None:
     h.handlers.on_pod_update(pending("p", cpu="2").nominated("n1").obj(), bound)
     assert h.scheduler.queue.nominated_node("default/p") is None
     await h.close()
+
+
+async def test_a_lesser_nomination_on_the_preempted_node_is_cleared() -> None:
+    h = harness(["n1"]).pods(LOW)
+    h.pods([pending("mid", cpu="2", priority=50).obj()])
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    assert h.client.nominations["default/mid"] == "n1"
+    h.pods([pending("top", cpu="4", priority=100).obj()])
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    assert h.client.nominations["default/top"] == "n1"
+    assert h.client.nominations["default/mid"] == ""
+    assert h.scheduler.queue.nominated_node("default/mid") is None
+    await h.close()

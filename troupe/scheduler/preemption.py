@@ -7,7 +7,7 @@
   cycles leave the freed room to it (its ``status.nominatedNodeName`` is written
   with its ``PodScheduled`` condition by ``troupe.scheduler.failure``);
 - pods of lower priority nominated to the same node lose that nomination (in the
-  nominator and in their status): they may no longer fit there;
+  nominator now, in their status from the task below): they may no longer fit there;
 - ``scheduler_preemption_victims`` observes the number of victims.
 
 Then, in one owned task, each victim in parallel: a victim waiting at Permit is
@@ -84,10 +84,13 @@ class Preemptions:
         self, scheduler_name: str, preemptor: PodInfo, node: str, victims: tuple[PodInfo, ...]
     ) -> None:
         self._queue.add_nominated(preemptor, node)
-        for other in self._queue.nominated_pods_for_node(node):
-            if other.priority < preemptor.priority:
-                self._queue.delete_nominated(other.key)
-                self._writer.pod_status(other.pod, None, "")
+        lesser = [
+            other
+            for other in self._queue.nominated_pods_for_node(node)
+            if other.priority < preemptor.priority
+        ]
+        for other in lesser:
+            self._queue.delete_nominated(other.key)
         if self._metrics is not None:
             self._metrics.preemption_victims(len(victims))
         log.info(
@@ -99,7 +102,7 @@ class Preemptions:
         marker = (preemptor.key, preemptor.pod.metadata.uid)
         self._running.add(marker)
         self._tasks.spawn(
-            self._evict(scheduler_name, preemptor, node, victims, marker),
+            self._evict(scheduler_name, preemptor, node, victims, lesser, marker),
             name=f"preempt for {preemptor.key}",
         )
 
@@ -109,9 +112,12 @@ class Preemptions:
         preemptor: PodInfo,
         node: str,
         victims: tuple[PodInfo, ...],
+        lesser: list[PodInfo],
         marker: tuple[str, str],
     ) -> None:
         try:
+            for other in lesser:
+                await self._clear_nomination(other)
             done = await asyncio.gather(
                 *(self._preempt(scheduler_name, preemptor, node, v) for v in victims)
             )
@@ -120,6 +126,13 @@ class Preemptions:
         if not all(done):
             # The preemptor may be stuck in the unschedulable pool: try again now.
             self._queue.activate([preemptor.key])
+
+    async def _clear_nomination(self, pod: PodInfo) -> None:
+        # Not through the coalescing writer: that would replace a pending condition.
+        try:
+            await self._client.patch_pod_status(pod.pod, None, "")
+        except ApiError as exc:
+            log.warning("could not clear a nomination", pod=pod.key, err=str(exc))
 
     async def _preempt(
         self, scheduler_name: str, preemptor: PodInfo, node: str, victim: PodInfo
