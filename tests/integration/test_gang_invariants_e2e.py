@@ -211,8 +211,11 @@ async def run(
         cluster.store.create("pods", plain(i, cpu))
     lost: set[str] = set()
     if remove is not None:
+        # Until the first binding lands (or the scheduler is idle: nothing fits).
         deadline = loop.time() + 10
         while not ledger.bound_count and loop.time() < deadline:
+            if fingerprint(cluster, daemon) is not None:
+                break
             await asyncio.sleep(0.005)
         if remove < 0 and ledger.first_node:
             # The node of the first binding: some gang is being bound there.
