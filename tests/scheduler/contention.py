@@ -11,12 +11,13 @@ import asyncio
 from collections.abc import Sequence
 from typing import Literal
 
+from troupe.api.gangapi import GroupObject
 from troupe.api.gangs import GangApi
 from troupe.api.objects import Node, Pod
 from troupe.queue.entity import QueuedGroupInfo
 
 from tests.plugins.builders import make_node
-from tests.scheduler.gangs import coscheduling_group, member
+from tests.scheduler.gangs import coscheduling_group, member, native_group, workload
 from tests.scheduler.harness import Harness
 
 Order = Literal["listed", "interleaved"]
@@ -33,25 +34,46 @@ def created_at(second: int) -> str:
     return f"2026-01-01T00:00:{second:02d}Z"
 
 
+API_OF = {
+    "coscheduling": GangApi.COSCHEDULING,
+    "workload": GangApi.WORKLOAD,
+    "podgroup": GangApi.POD_GROUP,
+}
+
+
+def group_object(api: str, name: str, size: int, when: str) -> GroupObject:
+    """The group object of ``api`` with quorum ``size``, created at ``when``."""
+    obj: GroupObject
+    if api == "coscheduling":
+        obj = coscheduling_group(name, size, created=when)
+    elif api == "workload":
+        obj = workload(name, {"workers": size})
+    else:
+        obj = native_group(name, size)
+    obj.metadata.creation_timestamp = when
+    return obj
+
+
 def submit(
     h: Harness,
     groups: Sequence[str],
     size: int,
     created: dict[str, str] | None = None,
     order: Order = "listed",
+    api: str = "coscheduling",
 ) -> None:
-    """Create the PodGroups (minMember = size) then their members, all before the
+    """Create the group objects (quorum = size) then their members, all before the
     first scheduling attempt. ``listed``: group by group in the order given;
     ``interleaved``: member 0 of every group, then member 1, ..."""
     for g in groups:
         when = (created or {}).get(g, created_at(0))
-        h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group(g, size, created=when))
+        h.handlers.on_group_add(API_OF[api], group_object(api, g, size, when))
     if order == "listed":
         for g in groups:
-            h.pods(member(g, i) for i in range(size))
+            h.pods(member(g, i, api=api) for i in range(size))
     else:
         for i in range(size):
-            h.pods(member(g, i) for g in groups)
+            h.pods(member(g, i, api=api) for g in groups)
 
 
 def bound(h: Harness, group: str) -> list[str]:
@@ -69,19 +91,19 @@ def cpu_in_use(h: Harness) -> int:
     return int(table.requested[table.resource_row("cpu")].sum())
 
 
-def bound_pod(h: Harness, group: str, i: int) -> Pod:
-    pod = member(group, i)
+def bound_pod(h: Harness, group: str, i: int, api: str = "coscheduling") -> Pod:
+    pod = member(group, i, api=api)
     node = h.client.node_of(f"default/{group}-{i}")
     assert node is not None, f"{group}-{i} was never bound"
     pod.spec.node_name = node
     return pod
 
 
-def finish(h: Harness, group: str, size: int, ending: Ending) -> None:
+def finish(h: Harness, group: str, size: int, ending: Ending, api: str = "coscheduling") -> None:
     """The informer reports ``group``'s bound members ending: deleted (job cleaned
     up) or moved to Succeeded by their kubelet (a finished job's pods stay)."""
     for i in range(size):
-        pod = bound_pod(h, group, i)
+        pod = bound_pod(h, group, i, api)
         if ending == "deleted":
             h.handlers.on_pod_delete(pod)
         else:

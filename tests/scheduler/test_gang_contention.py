@@ -74,17 +74,20 @@ async def test_same_creation_time_the_first_key_wins_and_the_other_follows(
     await h.close()
 
 
+@pytest.mark.parametrize("api", ["coscheduling", "workload", "podgroup"])
 @pytest.mark.parametrize(("groups", "order"), ORDERS)
 async def test_the_earlier_created_gang_wins_whatever_its_name(
-    groups: list[str], order: Order
+    groups: list[str], order: Order, api: str
 ) -> None:
-    """b is created before a: QueueSort's creation-time order decides, not the key."""
+    """b is created before a: QueueSort's creation-time order decides, not the key,
+    whichever API declares the gangs."""
     h = Harness().nodes(one_cpu_nodes(10))
-    submit(h, groups, 6, created={"a": created_at(5), "b": created_at(0)}, order=order)
+    created = {"a": created_at(5), "b": created_at(0)}
+    submit(h, groups, 6, created=created, order=order, api=api)
     await h.settle()
     assert bound_counts(h, "ab") == {"a": 0, "b": 6}
     assert h.scheduler.cache.assumed_count == 0 and cpu_in_use(h) == 6000
-    finish(h, "b", 6, "deleted")
+    finish(h, "b", 6, "deleted", api)
     await h.advance(MAX_BACKOFF)
     await h.settle()
     assert bound_counts(h, "ab") == {"a": 6, "b": 6}
