@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from troupe.cli import main
 from troupe.scheduler.schedule_one import Scheduler
 

@@ -5,10 +5,11 @@ against the embedded cluster. It resolves credentials the way kube-scheduler doe
 ``--master`` overrides the server URL of whatever else is loaded; ``in_cluster``
 (chosen by ``troupe run`` when no kubeconfig is given and ``KUBERNETES_SERVICE_HOST`` is
 set, as inside a pod) uses the pod's service account (token rotated by
-``kubernetes_asyncio``'s refresh hook); otherwise the explicit kubeconfig path, then ``$KUBECONFIG`` (colon-separated
-list), then ``~/.kube/config``. ``connection_pool_maxsize`` is sized for the binding
-concurrency plus the long-lived watches; it bounds both the HTTP/1.1 pool requests
-go through (``http1_pools``) and aiohttp's, which carries the watches.
+``kubernetes_asyncio``'s refresh hook); otherwise the explicit kubeconfig path,
+then ``$KUBECONFIG`` (colon-separated list), then ``~/.kube/config``.
+``connection_pool_maxsize`` is sized for the binding concurrency plus the
+long-lived watches; it bounds both the HTTP/1.1 pool requests go through
+(``http1_pools``) and aiohttp's, which carries the watches.
 ``check_reachable`` turns a wrong URL or dead server into one error naming the URL,
 instead of a traceback on the first list.
 """
