@@ -205,6 +205,9 @@ EXERCISED = [
     ("watch", "scheduling.k8s.io", "podgroups", ""),
     ("patch", "scheduling.k8s.io", "podgroups", "status"),
     ("watch", "scheduling.k8s.io", "priorityclasses", ""),
+    # The PodDisruptionBudget informer preemption reads victims' budgets from.
+    ("list", "policy", "poddisruptionbudgets", ""),
+    ("watch", "policy", "poddisruptionbudgets", ""),
 ]
 
 
@@ -266,11 +269,6 @@ NOT_EXERCISED: dict[tuple[str, str, str, str], str] = {
     ),
     ("get", "scheduling.k8s.io", "priorityclasses", ""): "as nodes: one-object reads",
     ("get", "policy", "poddisruptionbudgets", ""): "as nodes: one-object reads",
-    ("list", "policy", "poddisruptionbudgets", ""): (
-        "the PodDisruptionBudget informer preemption reads victims' budgets from "
-        "(exercised once that informer runs in every daemon)"
-    ),
-    ("watch", "policy", "poddisruptionbudgets", ""): "as list",
     ("get", "scheduling.x-k8s.io", "podgroups", ""): "as nodes: one-object reads",
     ("get", "scheduling.k8s.io", "workloads", ""): "as nodes: one-object reads",
     ("get", "scheduling.k8s.io", "podgroups", ""): "as nodes: one-object reads",
