@@ -214,6 +214,50 @@ def test_a_failing_handler_is_counted_and_does_not_stop_the_informer() -> None:
     assert inf.counters.handler_errors == 2 and set(inf.store) == {"ns/a", "ns/b"}
 
 
+def bad_pod(name: str, rv: str) -> dict[str, Any]:
+    """A pod whose container ports are not a list (a field of a type troupe rejects)."""
+    body = pod(name, rv).model_dump(mode="json", by_alias=True)
+    body["spec"]["containers"] = [{"name": "c", "ports": "eighty"}]
+    return body
+
+
+async def test_an_object_that_does_not_parse_is_left_out_of_the_list_and_the_rest_synced() -> None:
+    t = FakeTransport()
+    good = [p.model_dump(mode="json", by_alias=True) for p in (pod("a", "1"), pod("b", "2"))]
+    t.script(
+        "GET",
+        PODS,
+        reply(
+            200,
+            {
+                "kind": "PodList",
+                "metadata": {"resourceVersion": "10"},
+                "items": [good[0], bad_pod("bad", "3"), good[1]],
+            },
+        ),
+    )
+    t.watches.append(ScriptedWatch(lines=[], block=asyncio.Event()))
+    inf, rec = informer(t)
+    task = asyncio.create_task(inf.run())
+    await spin()
+    assert inf.has_synced
+    assert rec.calls == ["add a@1", "add b@2"]
+    assert inf.counters.invalid == 1 and inf.resource_version == "10"
+    inf.stop()
+    await task
+
+
+def test_a_watch_event_that_does_not_parse_is_skipped_and_a_known_object_forgotten() -> None:
+    inf, rec = informer(FakeTransport())
+    inf.apply(event("ADDED", pod("a", "1")))
+    inf.apply(event("ADDED", bad_pod("new", "2")))  # never known: nothing to tell
+    inf.apply(event("MODIFIED", bad_pod("a", "3")))  # known: it can no longer be read
+    inf.apply(event("ADDED", pod("b", "4")))  # the stream goes on
+    assert rec.calls == ["add a@1", "delete a@1", "add b@4"]
+    assert stored(inf) == {"ns/b": "4"}
+    assert inf.counters.invalid == 2 and inf.resource_version == "4"
+
+
 # --- the list/watch loop --------------------------------------------------------------------
 
 

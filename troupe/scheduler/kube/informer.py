@@ -16,7 +16,13 @@ kube-scheduler, on raw JSON:
   reconnect after a jittered exponential backoff (reflector: 0.8 s doubling to 30 s);
 - an object whose UID changed under the same key (deleted and recreated while we
   were not watching) is reported as delete + add, never as an update, so the cache
-  never keeps the old pod's node assignment.
+  never keeps the old pod's node assignment;
+- one object that does not parse (a custom resource written without a schema, a
+  field of a type troupe does not expect) is left out and logged with its name and
+  the offending field, and counted in ``counters.invalid``; it never fails the list
+  or the watch it came in, so everything else keeps flowing. A watch event that
+  turns a known object invalid is handled as its deletion (troupe can no longer say
+  what it is).
 
 Handlers run synchronously in the informer's task; an exception in one is logged
 and counted, and the informer carries on.
@@ -25,6 +31,7 @@ and counted, and the informer carries on.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,6 +135,7 @@ class InformerCounters:
     failures: int = 0
     adds: int = 0
     updates: int = 0
+    invalid: int = 0
     deletes: int = 0
     handler_errors: int = 0
 
@@ -165,6 +173,7 @@ class Informer(Generic[ObjT]):
         self._event_model = cast(
             "type[WatchEvent[ObjT]]", cast(Any, WatchEvent).__class_getitem__(model)
         )
+        self._parse_item = cast("Callable[[object], ObjT]", cast(Any, model).model_validate)
         self.store: dict[str, ObjT] = {}
         self.resource_version = ""
         self.counters = InformerCounters()
@@ -276,7 +285,11 @@ class Informer(Generic[ObjT]):
                 continue
             if not resp.ok:
                 raise resp.error(f"list {self.path}")
-            page = self._list_model.model_validate_json(resp.body)
+            try:
+                page = self._list_model.model_validate_json(resp.body)
+            except ValidationError:
+                # Some item does not parse: take the others one by one.
+                page = self._parse_page_leniently(resp.body)
             for obj in page.items or ():
                 items[self._key_of(obj)] = obj
             rv = page.metadata.resource_version
@@ -288,6 +301,35 @@ class Informer(Generic[ObjT]):
         self.reconcile(items)
         self.resource_version = rv
         self._synced.set()
+
+    def _parse_page_leniently(self, body: bytes) -> ObjectList[ObjT]:
+        raw = json.loads(body)
+        raw_items = raw.get("items") or [] if isinstance(raw, dict) else []
+        good: list[ObjT] = []
+        for item in raw_items:
+            try:
+                good.append(self._parse_item(item))
+            except ValidationError as err:
+                self._invalid(item, err)
+        envelope = {k: v for k, v in raw.items() if k != "items"} if isinstance(raw, dict) else {}
+        page = self._list_model.model_validate({**envelope, "items": []})
+        page.items = good
+        return page
+
+    def _invalid(self, item: object, err: ValidationError) -> None:
+        self.counters.invalid += 1
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        name = str(meta.get("name", "?"))
+        namespace = meta.get("namespace")
+        first = err.errors()[0] if err.errors() else {"loc": (), "msg": str(err)}
+        log.error(
+            "ignoring an object that does not parse",
+            informer=self.name,
+            object=f"{namespace}/{name}" if namespace else name,
+            field=".".join(str(part) for part in first["loc"]),
+            error=first["msg"],
+        )
 
     def reconcile(self, listed: dict[str, ObjT]) -> None:
         """Make the store equal to ``listed``, emitting one handler call per difference."""
@@ -342,11 +384,12 @@ class Informer(Generic[ObjT]):
         """Apply one watch event line to the store and the handlers."""
         try:
             event = self._event_model.model_validate_json(line)
-        except ValidationError:
+        except ValidationError as err:
             # An ERROR event carries a Status, whose "status" string is not a valid
             # object status: read it as one (rare path, parsed twice).
             _raise_watch_error(line)
-            raise
+            self._invalid_event(line, err)
+            return
         kind = event.type
         if kind == "ERROR":
             _raise_watch_error(line)
@@ -372,6 +415,27 @@ class Informer(Generic[ObjT]):
         else:
             log.warning("unknown watch event type", informer=self.name, type=kind)
         if rv:
+            self.resource_version = rv
+
+    def _invalid_event(self, line: bytes, err: ValidationError) -> None:
+        """An event whose object does not parse: log it, forget the object if it was
+        known (deleting it is the only safe reading), and move on."""
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            raise err from None  # not even JSON: the stream is broken, reconnect
+        obj = raw.get("object") if isinstance(raw, dict) else None
+        self._invalid(obj, err)
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(meta, dict):
+            return
+        name, namespace = meta.get("name"), meta.get("namespace")
+        key = f"{namespace}/{name}" if namespace else str(name)
+        prev = self.store.pop(key, None)
+        if prev is not None:
+            self._emit_delete(prev)
+        rv = meta.get("resourceVersion")
+        if isinstance(rv, str) and rv:
             self.resource_version = rv
 
     # --- handler calls -----------------------------------------------------------------
