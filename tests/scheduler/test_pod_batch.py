@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from troupe.api.podinfo import PodInfo
+from troupe.scheduler.batch import signature
 from troupe.scheduler.framework import Framework
 from troupe.scheduler.schedule_one import Scheduler
 
@@ -199,3 +200,21 @@ async def test_a_batch_ends_when_its_candidates_run_out_and_the_rest_wait() -> N
     assert checked.wrong == []
     assert h.scheduler.queue.pending_counts()["unschedulable"] == 2
     await h.close()
+
+
+def test_pods_with_other_tolerations_never_share_a_signature() -> None:
+    def sig(p: PodBuilder) -> object:
+        return signature(PodInfo.of(p.obj()), with_labels=False)
+
+    def base(name: str) -> PodBuilder:
+        return make_pod().name(name).req(cpu="1").toleration("gpu", "true", "NoSchedule")
+
+    assert sig(base("a")) == sig(base("b"))  # one shape, two pods
+    others = [
+        make_pod().name("c").req(cpu="1"),
+        make_pod().name("d").req(cpu="1").toleration("gpu", "false", "NoSchedule"),
+        make_pod().name("e").req(cpu="1").toleration("gpu", "true", "NoExecute"),
+        make_pod().name("f").req(cpu="1").toleration("tpu", "true", "NoSchedule"),
+        base("g").toleration("spot", "", "NoSchedule"),
+    ]
+    assert len({sig(p) for p in others} | {sig(base("a"))}) == len(others) + 1

@@ -65,7 +65,9 @@ def _signature(info: PodInfo, with_labels: bool) -> Signature:
         spec.scheduler_name,
         tuple(sorted(spec.node_selector.items())),
         dump(spec.affinity),
-        dump(spec.tolerations),
+        # Tolerations are flat (strings and an int) and nearly every pod has some
+        # (the two defaults): their field values stand for them, cheaper than JSON.
+        tuple(tuple(t.__dict__.values()) for t in spec.tolerations),
         dump(spec.topology_spread_constraints),
         spec.node_name,
         # A pod's own labels matter to spread and affinity (self-matching), and to
