@@ -52,30 +52,60 @@ def gang_informer(
     rng: random.Random | None = None,
 ) -> Informer[Any]:
     """An informer of every object of ``api``'s kind, handlers called with ``api``."""
+    return _informer_for(
+        api,
+        transport,
+        clock,
+        GANG_PATHS[api],
+        MODEL_OF[api],
+        f"{PLURAL_OF[api]}.{api.value}",
+        on_add=on_add,
+        on_update=on_update,
+        on_delete=on_delete,
+        config=config,
+        rng=rng,
+    )
 
-    def added(obj: GroupObject) -> None:
+
+def _informer_for(
+    api: GangApi,
+    transport: Transport,
+    clock: Clock,
+    path: str,
+    model: type[Any],
+    name: str,
+    *,
+    on_add: GroupAdd | None,
+    on_update: GroupUpdate | None,
+    on_delete: GroupDelete | None,
+    config: InformerConfig | None,
+    rng: random.Random | None,
+) -> Informer[Any]:
+    """An informer of ``path``'s objects whose handlers are called with ``api``."""
+
+    def added(obj: Any) -> None:
         if on_add is not None:
             on_add(api, obj)
 
-    def updated(old: GroupObject, new: GroupObject) -> None:
+    def updated(old: Any, new: Any) -> None:
         if on_update is not None:
             on_update(api, old, new)
 
-    def deleted(obj: GroupObject) -> None:
+    def deleted(obj: Any) -> None:
         if on_delete is not None:
             on_delete(api, obj)
 
     return Informer(
         transport,
-        GANG_PATHS[api],
-        MODEL_OF[api],
+        path,
+        model,
         clock,
         on_add=added,
         on_update=updated,
         on_delete=deleted,
         config=config,
         rng=rng,
-        name=f"{PLURAL_OF[api]}.{api.value}",
+        name=name,
     )
 
 
@@ -162,28 +192,16 @@ def templates_informer(
 ) -> Informer[Any]:
     """An informer of every v1alpha2 Workload, handlers called with the PodGroup's API."""
     api = GangApi.POD_GROUP
-
-    def added(obj: WorkloadTemplates) -> None:
-        if on_add is not None:
-            on_add(api, obj)
-
-    def updated(old: WorkloadTemplates, new: WorkloadTemplates) -> None:
-        if on_update is not None:
-            on_update(api, old, new)
-
-    def deleted(obj: WorkloadTemplates) -> None:
-        if on_delete is not None:
-            on_delete(api, obj)
-
-    return Informer(
+    return _informer_for(
+        api,
         transport,
+        clock,
         TEMPLATES_PATH,
         WorkloadTemplates,
-        clock,
-        on_add=added,
-        on_update=updated,
-        on_delete=deleted,
+        f"{WORKLOAD_TEMPLATES_PLURAL}.{api.value}",
+        on_add=on_add,
+        on_update=on_update,
+        on_delete=on_delete,
         config=config,
         rng=rng,
-        name=f"{WORKLOAD_TEMPLATES_PLURAL}.{api.value}",
     )
