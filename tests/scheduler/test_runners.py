@@ -12,6 +12,7 @@ import pytest
 from troupe.api.cycle import CycleState
 from troupe.api.framework import (
     Diagnosis,
+    DisruptionPlan,
     FilterResult,
     PostFilterResult,
     PreFilterResult,
@@ -76,6 +77,9 @@ class Broken:
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
         return self._fail(), 0.0
 
+    def permit_disruption(self, state: CycleState, plan: DisruptionPlan) -> Status:
+        return self._fail()
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         return self._fail()
 
@@ -127,6 +131,10 @@ RUNNERS: dict[str, tuple[str, Run]] = {
     "permit": (
         "permit",
         lambda f, h, p: f.run_permit(CycleState(), p, "n1", h.scheduler.waiting),
+    ),
+    "permitDisruption": (
+        "permitDisruption",
+        lambda f, h, p: f.run_permit_disruption(CycleState(), DisruptionPlan((), {p.key: "n1"})),
     ),
     "preBind": ("preBind", lambda f, h, p: f.run_pre_bind(CycleState(), p, "n1")),
     "bind": ("bind", lambda f, h, p: f.run_bind(CycleState(), p, "n1")),

@@ -1,5 +1,6 @@
 """Runners of the extension points that follow the choice of a node: Reserve,
-Unreserve and Permit end the scheduling cycle; PreBind, Bind and PostBind make the
+Unreserve and Permit end the scheduling cycle (PermitDisruption, KEP-5710, lets a
+pod-group cycle evict the victims it planned for); PreBind, Bind and PostBind make the
 binding cycle (``troupe.scheduler.binding``).
 
 ``Framework`` (``troupe.scheduler.framework``) inherits them and builds the plugin
@@ -15,6 +16,8 @@ import structlog
 from troupe.api.cycle import CycleState
 from troupe.api.framework import (
     BindPlugin,
+    DisruptionPlan,
+    PermitDisruptionPlugin,
     PermitPlugin,
     PostBindPlugin,
     PreBindPlugin,
@@ -36,6 +39,7 @@ log = structlog.get_logger("troupe.framework")
 class CommitRunners(TimedRunners):
     reserve: list[tuple[str, ReservePlugin]]
     permit: list[tuple[str, PermitPlugin]]
+    permit_disruption: list[tuple[str, PermitDisruptionPlugin]]
     pre_bind: list[tuple[str, PreBindPlugin]]
     bind: list[tuple[str, BindPlugin]]
     post_bind: list[tuple[str, PostBindPlugin]]
@@ -95,6 +99,27 @@ class CommitRunners(TimedRunners):
             waiting.add(pod, timeouts)
             status = Status(Code.WAIT)
         self._timed("Permit", start, status)
+        return status
+
+    def run_permit_disruption(self, state: CycleState, plan: DisruptionPlan) -> Status:
+        """SUCCESS when every plugin lets ``plan``'s victims be evicted (KEP-5710);
+        the first refusal otherwise."""
+        start = time.perf_counter()
+        status = SUCCESS
+        sampled = state.get(RECORD_PLUGIN_METRICS)
+        for name, plugin in self.permit_disruption:
+            t = time.perf_counter()
+            try:
+                st = plugin.permit_disruption(state, plan)
+            except Exception as exc:
+                status = plugin_error(name, "permitDisruption", exc)
+                break
+            if sampled:
+                self._plugin_timed("PermitDisruption", name, t, st)
+            if not st.is_success:
+                status = plugin_failure(name, "permitDisruption", st)
+                break
+        self._timed("PermitDisruption", start, status)
         return status
 
     # --- binding cycle -------------------------------------------------------------

@@ -32,6 +32,7 @@ from troupe.api.framework import (
     Diagnosis,
     FilterPlugin,
     FilterResult,
+    PermitDisruptionPlugin,
     PermitPlugin,
     PostBindPlugin,
     PostFilterPlugin,
@@ -197,6 +198,9 @@ class Framework(CommitRunners):
         ]
         self.reserve: list[tuple[str, ReservePlugin]] = at("reserve", ReservePlugin)  # type: ignore[assignment]
         self.permit: list[tuple[str, PermitPlugin]] = at("permit", PermitPlugin)  # type: ignore[assignment]
+        self.permit_disruption: list[tuple[str, PermitDisruptionPlugin]] = at(  # type: ignore[assignment]
+            "permitDisruption", PermitDisruptionPlugin
+        )
         self.pre_bind: list[tuple[str, PreBindPlugin]] = at("preBind", PreBindPlugin)  # type: ignore[assignment]
         self.bind: list[tuple[str, BindPlugin]] = at("bind", BindPlugin)  # type: ignore[assignment]
         self.post_bind: list[tuple[str, PostBindPlugin]] = at("postBind", PostBindPlugin)  # type: ignore[assignment]
