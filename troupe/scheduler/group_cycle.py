@@ -17,6 +17,11 @@ does not yield until it has decided),
    - yes: Permit runs for every placed member, and all of them go to the binding
      cycle together; members that did not fit go back as the group's remainder.
 
+   Below quorum, before the group goes back, a gang that outranks running pods may
+   preempt as a whole (``troupe.scheduler.gang_preemption``, KEP-5710): victims are
+   evicted only if the whole gang then fits, and the attempt counts as
+   ``waiting_on_preemption``.
+
 Binding N pods is not atomic in Kubernetes. troupe never starts binding a gang
 unless its quorum is placed; if a binding then fails for good (the API refuses it)
 and the group falls below quorum, members whose binding has not been posted yet
@@ -43,6 +48,7 @@ from troupe.queue.entity import QueuedGroupInfo
 from troupe.scheduler.batch import BatchPlacer, runs
 from troupe.scheduler.failure import failure_message
 from troupe.scheduler.framework import Framework
+from troupe.scheduler.gang_preemption import GangPreemption, PreemptionOutcome
 from troupe.scheduler.gangs.report import (
     REASON_NOT_MEET_MIN_MEMBER,
     REASON_SCHEDULER_ERROR,
@@ -105,6 +111,7 @@ class GroupCycle:
         # Place runs of identical members as a batch (troupe.scheduler.batch).
         self.batching = batching
         self.report = GangReporter(scheduler)
+        self.preemption = GangPreemption(scheduler, self.place_quorum)
 
     # --- the cycle -------------------------------------------------------------------
 
@@ -127,7 +134,22 @@ class GroupCycle:
             # Below quorum, or (late members of a gang that has its quorum) none fit.
             for p in reversed(placed):
                 s.revert(fwk, p.state, p.info, p.result.node)
-            self._reject(fwk, entity, policy, already, placed, failures, shortfall, start, cycle)
+            preemption = None
+            if not any(st.code is Code.ERROR for _, st, _ in failures):
+                # KEP-5710: make room for the whole gang, or evict nothing.
+                preemption = self.preemption.attempt(fwk, entity, policy, members, already)
+            self._reject(
+                fwk,
+                entity,
+                policy,
+                already,
+                placed,
+                failures,
+                shortfall,
+                start,
+                cycle,
+                preemption=preemption,
+            )
             return
         # Run "permit" plugins for every placed member; a rejection fails the gang.
         for p in placed:
@@ -140,6 +162,7 @@ class GroupCycle:
                 self._reject(fwk, entity, policy, already, placed, [failure], "", start, cycle, why)
                 return
         s.stats.group_attempt("scheduled", fwk.name, time.perf_counter() - start)
+        self.preemption.forget(ref.key)
         placed_keys = {p.info.key for p in placed}
         remainder = [k for k in entity.members if k not in placed_keys]
         if remainder:
@@ -201,6 +224,26 @@ class GroupCycle:
                     break
                 self._reserve(fwk, Placement(info, state, result), placed, failures)
         return placed, failures, ""
+
+    def place_quorum(
+        self,
+        fwk: Framework,
+        entity: QueuedGroupInfo,
+        policy: GangPolicy,
+        members: list[PodInfo],
+        already: int,
+    ) -> dict[str, str] | None:
+        """Where the members would go as the table stands ({member key: node}), if
+        that reaches the quorum; None if not. Nothing stays placed (the preemption dry
+        run, ``troupe.scheduler.gang_preemption``)."""
+        placed, _, shortfall = self._place(fwk, entity.ref, policy, members, already)
+        try:
+            if shortfall or already + len(placed) < policy.min_count:
+                return None
+            return {p.info.key: p.result.node for p in placed}
+        finally:
+            for p in reversed(placed):
+                self.s.revert(fwk, p.state, p.info, p.result.node)
 
     def _place_batch(
         self,
@@ -355,9 +398,11 @@ class GroupCycle:
         start: float,
         cycle: int,
         why: str = "",
+        preemption: PreemptionOutcome | None = None,
     ) -> None:
         """End an attempt whose placements were all reverted: tell the members and the
-        group why, and hand the group back to the queue."""
+        group why (and what preemption did for it), and hand the group back to the
+        queue."""
         s = self.s
         ref = entity.ref
         error = any(status.code is Code.ERROR for _, status, _ in failures)
@@ -374,6 +419,9 @@ class GroupCycle:
         else:
             state = f"{already + len(placed)} of {policy.min_count} required pods fit"
         message = f"gang {ref.display}: {state}; {why}"
+        if preemption is not None:
+            message += f"; {preemption.message}"
+        nominated = preemption.plan.nominated if preemption and preemption.plan else {}
         plugins: set[str] = set()
         for _, status, diagnosis in failures:
             plugins |= self._plugins(status, diagnosis)
@@ -388,10 +436,12 @@ class GroupCycle:
                 reason = REASON_SCHEDULER_ERROR
             else:
                 reason = REASON_UNSCHEDULABLE
-            self.report.pod(info, reason, message)
+            self.report.pod(info, reason, message, nominated_node_name=nominated.get(info.key))
         self.report.group_event(ref, message)
         self.report.group_condition(ref, "SchedulerError" if error else "Unschedulable", message)
         result = "error" if error else "unschedulable"
+        if preemption is not None and preemption.result in ("preempted", "waiting"):
+            result = "waiting_on_preemption"
         s.stats.group_attempt(result, fwk.name, time.perf_counter() - start)
         if error:
             log.error("error scheduling gang", group=ref.key, message=message, profile=fwk.name)

@@ -311,6 +311,21 @@ class SchedulerMetrics:
             buckets=PREEMPTION_VICTIMS_BUCKETS,
             registry=r,
         )
+        self.workload_preemption_attempts = CounterFamily(
+            "scheduler_workload_preemption_attempts_total",
+            "Number of preemption attempts for pod groups (KEP-5710), by the result: "
+            "'preempted' means victims were evicted, 'unschedulable' that the gang would "
+            "not fit even with every candidate victim gone, 'rejected' that a "
+            "PermitDisruption plugin refused the plan.",
+            ["result"],
+            registry=r,
+        )
+        self.workload_preemption_victims_count = HistogramFamily(
+            "scheduler_workload_preemption_victims",
+            "Number of victims of each preemption carried out for a pod group",
+            buckets=PREEMPTION_VICTIMS_BUCKETS,
+            registry=r,
+        )
         self.rest_requests = CounterFamily(
             "rest_client_requests_total",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -344,6 +359,7 @@ class SchedulerMetrics:
         self._pod_attempts = self.pod_attempts.labels()
         self._preemption_attempts = self.preemption_attempts.labels()
         self._preemption_victims = self.preemption_victims_count.labels()
+        self._workload_preemption_victims = self.workload_preemption_victims_count.labels()
 
     @classmethod
     def for_process(cls) -> SchedulerMetrics:
@@ -400,6 +416,14 @@ class SchedulerMetrics:
     def preemption_victims(self, victims: int) -> None:
         """A preemption was carried out with this many victims."""
         self._preemption_victims.observe(victims)
+
+    def workload_preemption_attempt(self, result: str) -> None:
+        """A gang below quorum looked for victims (KEP-5710), with this result."""
+        self.workload_preemption_attempts.labels(result).inc()
+
+    def workload_preemption_victims(self, victims: int) -> None:
+        """A gang's preemption was carried out with this many victims."""
+        self._workload_preemption_victims.observe(victims)
 
     def observer(self, profile: str) -> ObserverFn:
         """The framework ``Observer`` of one profile: extension points always, plugins

@@ -18,15 +18,22 @@ being deleted is left alone. While that task runs the preemptor does not preempt
 again (upstream async preemption keeps it out of the cycle the same way); if an
 API call fails, the preemptor is moved to the active queue to try again, as
 upstream does.
+
+``actuate_group`` does the same for a gang's ``DisruptionPlan`` (KEP-5710, decided
+by ``troupe.scheduler.gang_preemption``): every member is nominated to its planned
+node, every victim evicted, ``scheduler_workload_preemption_victims`` observed.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 import structlog
 
 from troupe.api.client import ApiError, Event, ObjectRef, SchedulerClient
+from troupe.api.framework import DisruptionPlan
+from troupe.api.gangs import GroupRef
 from troupe.api.objects import PodCondition
 from troupe.api.podinfo import PodInfo
 from troupe.plugins import names
@@ -38,6 +45,9 @@ from troupe.scheduler.waiting_pods import WaitingPods
 from troupe.scheduler.writer import BackgroundWriter
 
 log = structlog.get_logger("troupe.preemption")
+
+# In-flight markers of gangs are kept apart from pod keys (namespaces have no colon).
+GROUP_MARKER = "podgroup:"
 
 
 def disruption_condition(scheduler_name: str) -> PodCondition:
@@ -51,6 +61,11 @@ def disruption_condition(scheduler_name: str) -> PodCondition:
 
 def preempted_note(preemptor: PodInfo, node: str) -> str:
     return f"Preempted by pod {preemptor.pod.metadata.uid} on node {node}"
+
+
+def group_preempted_note(ref: GroupRef, node: str) -> str:
+    """A gang's victim: the gang is named, there is no single preemptor pod."""
+    return f"Preempted by pod group {ref.display} on node {node}"
 
 
 class Preemptions:
@@ -101,17 +116,67 @@ class Preemptions:
         )
         marker = (preemptor.key, preemptor.pod.metadata.uid)
         self._running.add(marker)
+        note = preempted_note(preemptor, node)
+        evictions = [(v, node, note) for v in victims]
         self._tasks.spawn(
-            self._evict(scheduler_name, preemptor, node, victims, lesser, marker),
+            self._evict(scheduler_name, preemptor.key, evictions, lesser, marker),
             name=f"preempt for {preemptor.key}",
         )
+
+    def actuate_group(
+        self,
+        scheduler_name: str,
+        ref: GroupRef,
+        priority: int,
+        members: Mapping[str, PodInfo],
+        plan: DisruptionPlan,
+    ) -> None:
+        """Carry out a gang's plan (KEP-5710): every member of ``plan.nominated`` is
+        nominated to its node, lesser nominations there end, and every victim is
+        evicted as for a pod. ``in_flight_group`` holds while the calls run."""
+        lesser: dict[str, PodInfo] = {}
+        for key, node in plan.nominated.items():
+            self._queue.add_nominated(members[key], node)
+        for node in set(plan.nominated.values()):
+            for other in self._queue.nominated_pods_for_node(node):
+                if other.priority < priority and other.key not in plan.nominated:
+                    lesser[other.key] = other
+        for other in lesser.values():
+            self._queue.delete_nominated(other.key)
+        if self._metrics is not None:
+            self._metrics.workload_preemption_victims(len(plan.victims))
+        log.info(
+            "preempting for a gang",
+            group=ref.key,
+            nominated=plan.nominated,
+            victims=[v.key for v in plan.victims],
+        )
+        marker = (GROUP_MARKER + ref.key, "")
+        self._running.add(marker)
+        evictions = []
+        for v in plan.victims:
+            node = v.pod.spec.node_name or ""
+            evictions.append((v, node, group_preempted_note(ref, node)))
+        # On a failed call, activating any member retries its gang.
+        member = next(iter(plan.nominated))
+        self._tasks.spawn(
+            self._evict(scheduler_name, member, evictions, list(lesser.values()), marker),
+            name=f"preempt for {ref.key}",
+        )
+
+    def in_flight_group(self, ref: GroupRef) -> bool:
+        """The gang's last preemption is still sending its evictions."""
+        return (GROUP_MARKER + ref.key, "") in self._running
+
+    def workload_attempt(self, result: str) -> None:
+        if self._metrics is not None:
+            self._metrics.workload_preemption_attempt(result)
 
     async def _evict(
         self,
         scheduler_name: str,
-        preemptor: PodInfo,
-        node: str,
-        victims: tuple[PodInfo, ...],
+        activate: str,
+        evictions: list[tuple[PodInfo, str, str]],
         lesser: list[PodInfo],
         marker: tuple[str, str],
     ) -> None:
@@ -119,13 +184,17 @@ class Preemptions:
             for other in lesser:
                 await self._clear_nomination(other)
             done = await asyncio.gather(
-                *(self._preempt(scheduler_name, preemptor, node, v) for v in victims)
+                *(
+                    self._preempt(scheduler_name, activate, v, node, note)
+                    for v, node, note in evictions
+                )
             )
         finally:
             self._running.discard(marker)
         if not all(done):
-            # The preemptor may be stuck in the unschedulable pool: try again now.
-            self._queue.activate([preemptor.key])
+            # The preemptor (or the gang of this member) may be stuck in the
+            # unschedulable pool: try again now.
+            self._queue.activate([activate])
 
     async def _clear_nomination(self, pod: PodInfo) -> None:
         # Not through the coalescing writer: that would replace a pending condition.
@@ -135,7 +204,7 @@ class Preemptions:
             log.warning("could not clear a nomination", pod=pod.key, err=str(exc))
 
     async def _preempt(
-        self, scheduler_name: str, preemptor: PodInfo, node: str, victim: PodInfo
+        self, scheduler_name: str, preemptor: str, victim: PodInfo, node: str, note: str
     ) -> bool:
         """Evict one victim; False when an API call failed."""
         waiting = self._waiting.get(victim.key)
@@ -155,7 +224,7 @@ class Preemptions:
                     return True
                 log.error(
                     "could not preempt victim",
-                    pod=preemptor.key,
+                    pod=preemptor,
                     victim=victim.key,
                     node=node,
                     err=str(exc),
@@ -167,7 +236,7 @@ class Preemptions:
                 "Normal",
                 "Preempted",
                 "Preempting",
-                preempted_note(preemptor, node),
+                note,
             )
         )
         return True

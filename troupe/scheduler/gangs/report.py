@@ -54,13 +54,22 @@ class GangReporter:
         # writer is built after the cycle objects that hold a reporter.
         self.s = scheduler
 
-    def pod(self, info: PodInfo, reason: str, message: str, *, event: bool = True) -> None:
+    def pod(
+        self,
+        info: PodInfo,
+        reason: str,
+        message: str,
+        *,
+        event: bool = True,
+        nominated_node_name: str | None = None,
+    ) -> None:
         """``PodScheduled=False`` with ``reason`` and ``message`` on a member, and
-        (unless ``event`` is False) a ``FailedScheduling`` event on it."""
+        (unless ``event`` is False) a ``FailedScheduling`` event on it; with
+        ``nominated_node_name`` also its ``status.nominatedNodeName`` (gang preemption)."""
         condition = PodCondition(
             type="PodScheduled", status="False", reason=reason, message=message
         )
-        self.s.writer.pod_status(info.pod, condition, None)
+        self.s.writer.pod_status(info.pod, condition, nominated_node_name)
         if event:
             self.s.writer.event(
                 Event(
