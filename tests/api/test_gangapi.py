@@ -217,7 +217,7 @@ PROBLEMS = [
         workload_ref("x"),
         "spec.podGroups",
         'pod group "x" doesn\'t exist for a workload "w" '
-        "(named by its pods' spec.workloadRef.podGroup; the workload has \"workers\")",
+        '(named by its pods\' spec.workloadRef.podGroup; the workload has "workers")',
         id="Workload without the pod's pod group is upstream's problem",
     ),
     pytest.param(

@@ -37,6 +37,7 @@ from troupe.scheduler.kube.transport import (
 
 log = structlog.get_logger("troupe.kube")
 
+
 def _dumps(obj: object) -> bytes:
     # pydantic-core's serializer: compact JSON, several times faster than json.dumps
     # on the small bodies written for every pod (bindings, status patches).
