@@ -15,6 +15,7 @@ eligible, the caller falls back to the per-pod cycle.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -128,6 +129,12 @@ class BatchPlacer:
         self.scores: list[_Scores] = []
         self.evaluated = 0
         self.placed = 0
+        # The candidates whose total is the highest, ascending (as np.flatnonzero
+        # gives them, so a seeded pick is the one ``Scheduler.select_index`` would
+        # make), kept as totals move one entry at a time (a pod lands on one node):
+        # a pick is not a pass over every candidate. None when it must be found again.
+        self._best: list[int] | None = None
+        self._best_value = 0
 
     def start(self, first: PodInfo, *, sample: bool = True) -> bool:
         """Evaluate the run on ``first``; False when batching does not apply.
@@ -198,7 +205,7 @@ class BatchPlacer:
         candidate is left."""
         if self.state is None or self.live == 0:
             return None
-        index = self.s.select_index(self.total)
+        index = self._pick()
         slot = int(self.slots[index])
         node = self.s.cache.table.names[slot]
         feasible_count = self.live
@@ -227,6 +234,7 @@ class BatchPlacer:
             self.alive[index] = False
             self.live -= 1
             self.total[index] = _DEAD
+            self._moved(index)
             return
         one = np.array([slot], dtype=np.intp)
         renormalized = False
@@ -252,3 +260,31 @@ class BatchPlacer:
                 total += sc.weighted
             total[~self.alive] = _DEAD
             self.total = total
+            self._best = None
+        else:
+            self._moved(index)
+
+    def _pick(self) -> int:
+        """A candidate with the highest total; ties broken uniformly at random with
+        the scheduler's seeded generator, as ``Scheduler.select_index`` does."""
+        best = self._best
+        if best is None:
+            best = self._best = np.flatnonzero(self.total == self.total.max()).tolist()
+            self._best_value = int(self.total[best[0]])
+        return best[self.s.tie_break(len(best))]
+
+    def _moved(self, index: int) -> None:
+        """Candidate ``index``'s total changed (it was a best one: it was picked)."""
+        best = self._best
+        if best is None:
+            return
+        value = int(self.total[index])
+        if value > self._best_value:
+            # Every other total is unchanged and below: this one alone is the best.
+            self._best, self._best_value = [index], value
+        elif value < self._best_value:
+            at = bisect_left(best, index)
+            if at < len(best) and best[at] == index:
+                del best[at]
+            if not best:
+                self._best = None

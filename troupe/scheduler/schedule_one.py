@@ -370,9 +370,11 @@ class Scheduler(BindingCycle):
         """Index of the highest score; ties broken uniformly at random (seeded), as
         upstream's selectHost."""
         best = np.flatnonzero(scores == scores.max())
-        if len(best) == 1:
-            return int(best[0])
-        return int(best[self._rng.randrange(len(best))])
+        return int(best[self.tie_break(len(best))])
+
+    def tie_break(self, count: int) -> int:
+        """Which of ``count`` equally good candidates to take (seeded)."""
+        return self._rng.randrange(count) if count > 1 else 0
 
     def _select(self, slots: IndexArray, scores: np.ndarray) -> int:
         return int(slots[self.select_index(scores)])
