@@ -134,13 +134,18 @@ def run_filter(plugin: object, pod: PodInfo | Pod, table: NodeTable) -> FilterOu
 
 
 def run_score(
-    plugin: object, pod: PodInfo | Pod, table: NodeTable, normalize: bool = True
+    plugin: object,
+    pod: PodInfo | Pod,
+    table: NodeTable,
+    normalize: bool = True,
+    *,
+    only: Sequence[str] | None = None,
 ) -> dict[str, int] | None:
-    """PreScore (None when it returns SKIP), Score over all present nodes, then
-    NormalizeScore when the plugin has it."""
+    """PreScore (None when it returns SKIP), Score over all present nodes (or the
+    nodes ``only`` names, in that order), then NormalizeScore when the plugin has it."""
     info = pod if isinstance(pod, PodInfo) else PodInfo.of(pod)
     state = CycleState()
-    slots = table.slots()
+    slots = table.slots() if only is None else np.array([table.index[n] for n in only], np.intp)
     if isinstance(plugin, PreScorePlugin):
         status = plugin.pre_score(state, info, table, slots)
         if status.is_skip:

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 import pytest
 from pydantic import ValidationError
-from troupe.api.cycle import CycleState
 from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Pod
-from troupe.api.podinfo import PodInfo
 from troupe.plugins.interpodaffinity import (
     InterPodAffinity,
     InterPodAffinityArgs,
 )
 
+from tests.plugins import fakes
 from tests.plugins.builders import PodBuilder, table_of
 from tests.plugins.interpod_helpers import (
     DB,
@@ -33,16 +31,8 @@ from tests.plugins.interpod_helpers import (
 def run_score(
     pl: InterPodAffinity, incoming: Pod, table: NodeTable, scored: Sequence[str]
 ) -> list[int] | None:
-    info = PodInfo.of(incoming)
-    state = CycleState()
-    slots = np.array([table.index[n] for n in scored], dtype=np.intp)
-    status = pl.pre_score(state, info, table, slots)
-    if status.is_skip:
-        return None
-    assert status.is_success
-    scores = pl.score(state, info, table, slots)
-    pl.normalize_score(state, info, scores)
-    return [int(s) for s in scores]
+    got = fakes.run_score(pl, incoming, table, only=scored)
+    return None if got is None else [got[n] for n in scored]
 
 
 SCORE_CASES = [

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 import pytest
 from pydantic import ValidationError
 from troupe.api.cycle import CycleState
@@ -20,6 +19,7 @@ from troupe.plugins.podtopologyspread import (
     PodTopologySpreadArgs,
 )
 
+from tests.plugins import fakes
 from tests.plugins.builders import PodBuilder, table_of
 from tests.plugins.spread_helpers import (
     HOST,
@@ -38,16 +38,8 @@ from tests.plugins.spread_helpers import (
 def run_score(
     pl: PodTopologySpread, pod: Pod, table: NodeTable, scored: Sequence[str]
 ) -> list[int] | None:
-    info = PodInfo.of(pod)
-    state = CycleState()
-    slots = np.array([table.index[n] for n in scored], dtype=np.intp)
-    status = pl.pre_score(state, info, table, slots)
-    if status.is_skip:
-        return None
-    assert status.is_success
-    scores = pl.score(state, info, table, slots)
-    pl.normalize_score(state, info, scores)
-    return [int(s) for s in scores]
+    got = fakes.run_score(pl, pod, table, only=scored)
+    return None if got is None else [got[n] for n in scored]
 
 
 def soft(pod: PodBuilder, max_skew: int, key: str, **kw: object) -> PodBuilder:
