@@ -27,6 +27,7 @@ from tests.plugins.interpod_helpers import (
     pod,
     run_filter,
 )
+from tests.plugins.table_churn import TableChurn
 
 FILTER_CASES = [
     pytest.param(
@@ -239,23 +240,10 @@ def brute_carried(table: NodeTable) -> dict[Carried, list[int]]:
 def test_carried_counts_equal_a_recount(sequence: list[tuple[str, int]]) -> None:
     table = table_of([node(f"n{i}", "ab"[i % 2]) for i in range(3)], capacity=2)
     carried: CarriedCounts[Carried] = CarriedCounts(carried_terms)
-    placed_pods: list[tuple[PodInfo, str]] = []
+    churn = TableChurn(table, node)
     for step, (op, n) in enumerate(sequence):
-        names = list(table.index)
-        if op == "add" and names:
-            info = PodInfo.of(CARRIERS[n % len(CARRIERS)].name(f"p{step}").obj())
-            target = names[n % len(names)]
-            table.add_pod(info, target)
-            placed_pods.append((info, target))
-        elif op == "remove" and placed_pods:
-            info, target = placed_pods.pop(n % len(placed_pods))
-            table.remove_pod(info, target)
-        elif op == "drop-node" and names:
-            gone = names[n % len(names)]
-            table.remove_node(gone)
-            placed_pods = [(i, t) for i, t in placed_pods if t != gone]
-        elif op == "new-node":
-            table.add_node(node(f"m{step}", "ab"[n % 2]))
+        carrier = CARRIERS[n % len(CARRIERS)].name(f"p{step}").obj()
+        churn.step(step, op, n, PodInfo.of(carrier))
         got = {k: v.tolist() for k, v in carried.refresh(table).items()}
         assert got == brute_carried(table)
 

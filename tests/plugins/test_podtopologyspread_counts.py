@@ -23,6 +23,7 @@ from tests.plugins.spread_helpers import (
     web,
     webs,
 )
+from tests.plugins.table_churn import TableChurn
 
 # --- incremental counts ------------------------------------------------------------
 
@@ -60,26 +61,13 @@ ops = st.lists(
 def test_incremental_counts_equal_a_recount(sequence: list[Op]) -> None:
     table = table_of([node(f"n{i}", "ab"[i % 2]) for i in range(3)], capacity=2)
     cache = CountsCache(maxsize=len(MATCHERS))
-    placed_pods: list[tuple[PodInfo, str]] = []
-    serial = 0
+    churn = TableChurn(table, node)
     for step, (op, n, labels, ns, terminating) in enumerate(sequence):
-        names = list(table.index)
-        if op == "add" and names:
-            b = make_pod().name(f"p{serial}").namespace(NAMESPACES[ns]).labels(LABEL_SETS[labels])
-            serial += 1
-            info = PodInfo.of((b.terminating() if terminating else b).obj())
-            target = names[n % len(names)]
-            table.add_pod(info, target)
-            placed_pods.append((info, target))
-        elif op == "remove" and placed_pods:
-            info, target = placed_pods.pop(n % len(placed_pods))
-            table.remove_pod(info, target)
-        elif op == "drop-node" and names:
-            gone = names[n % len(names)]
-            table.remove_node(gone)
-            placed_pods = [(i, t) for i, t in placed_pods if t != gone]
-        elif op == "new-node":
-            table.add_node(node(f"m{step}", "ab"[n % 2]))
+        pod = None
+        if op == "add":
+            b = make_pod().name(f"p{step}").namespace(NAMESPACES[ns]).labels(LABEL_SETS[labels])
+            pod = PodInfo.of((b.terminating() if terminating else b).obj())
+        churn.step(step, op, n, pod)
         for matcher in MATCHERS:
             assert cache.counts(table, matcher).tolist() == brute_counts(table, matcher)
 
