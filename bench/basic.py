@@ -18,10 +18,10 @@ from troupe.api.clock import RealClock
 from troupe.api.config import config_document, load_config
 from troupe.api.objects import Node, Pod
 from troupe.plugins.registry import catalog, default_registry
-from troupe.scheduler.handlers import ClusterEventHandlers
-from troupe.scheduler.heap import freeze_long_lived, tune_gc
-from troupe.scheduler.logs import configure_logging
-from troupe.scheduler.schedule_one import Scheduler
+from troupe.scheduler.loop.schedule_one import Scheduler
+from troupe.scheduler.service.gc_tuning import freeze_long_lived, tune_gc
+from troupe.scheduler.service.handlers import ClusterEventHandlers
+from troupe.scheduler.service.logs import configure_logging
 
 from bench import server
 from bench.inprocess import EchoClient

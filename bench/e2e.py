@@ -25,10 +25,10 @@ from pathlib import Path
 from troupe.api.clock import RealClock
 from troupe.api.config import config_document, load_config
 from troupe.api.objects import Pod
+from troupe.kube import KubeClient, connect
 from troupe.plugins.registry import catalog, default_registry
-from troupe.scheduler.daemon import Connection, SchedulerDaemon
-from troupe.scheduler.kube import KubeClient, connect
-from troupe.scheduler.logs import configure_logging
+from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
+from troupe.scheduler.service.logs import configure_logging
 
 from bench.server import ServerProcess
 

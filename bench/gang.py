@@ -53,10 +53,10 @@ from troupe.api.config import ResolvedConfig, config_document, load_config
 from troupe.api.gangs import POD_GROUP_LABEL, group_ref_of
 from troupe.plugins.registry import catalog, default_registry
 from troupe.queue.entity import QueuedEntity, QueuedPodInfo
-from troupe.scheduler.daemon import Connection, SchedulerDaemon
-from troupe.scheduler.logs import configure_logging
-from troupe.scheduler.schedule_one import Scheduler
-from troupe.scheduler.stats import AttemptStats
+from troupe.scheduler.loop.schedule_one import Scheduler
+from troupe.scheduler.observe.stats import AttemptStats
+from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
+from troupe.scheduler.service.logs import configure_logging
 
 from bench.server import NAMESPACE, ServerProcess
 

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from resource import RUSAGE_SELF, getrusage
 
-from troupe.scheduler.kube import connect
-from troupe.scheduler.kube.transport import AiohttpTransport, HttpTransport, Transport
+from troupe.kube import connect
+from troupe.kube.transport import AiohttpTransport, HttpTransport, Transport
 
 from bench.server import NAMESPACE, ServerProcess
 

@@ -16,8 +16,8 @@ from bench.gang import UPSTREAM_SHAPES, GangStats, Shape, parse_shapes, schedule
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
 from troupe.queue.entity import QueuedEntity, QueuedPodInfo
-from troupe.scheduler.schedule_one import Scheduler
-from troupe.scheduler.stats import AttemptStats
+from troupe.scheduler.loop.schedule_one import Scheduler
+from troupe.scheduler.observe.stats import AttemptStats
 
 from tests.plugins.builders import make_pod
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import structlog
-from troupe.scheduler.logs import configure_logging
+from troupe.scheduler.service.logs import configure_logging
 
 
 @pytest.fixture(autouse=True)

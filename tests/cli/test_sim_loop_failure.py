@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from troupe.cli import main
-from troupe.scheduler.schedule_one import Scheduler
+from troupe.scheduler.loop.schedule_one import Scheduler
 
 SCENARIO = """\
 name: crash

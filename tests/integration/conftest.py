@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from troupe.api.config import config_document, load_config
 from troupe.plugins.registry import catalog, default_registry
-from troupe.scheduler.daemon import Connection, SchedulerDaemon
+from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 

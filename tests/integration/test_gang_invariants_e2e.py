@@ -1,7 +1,7 @@
 """Gang invariants end to end: generated clusters and gang sets through the embedded
 API server, with a node removed while scheduling is in progress.
 
-Complements ``tests/scheduler/test_gang_invariants.py`` (in process, one API, cpu
+Complements ``tests/scheduler/gangs/test_gang_invariants.py`` (in process, one API, cpu
 only, a recording client): here the daemon talks HTTP to the embedded API server,
 gangs use all three APIs (scheduler-plugins PodGroup, Workload + workloadRef,
 v1alpha2 PodGroup + schedulingGroup), pods request cpu and memory on nodes with a
@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from troupe.api.config import config_document, load_config
 from troupe.api.gangs import POD_GROUP_LABEL
 from troupe.plugins.registry import catalog, default_registry
-from troupe.scheduler.daemon import Connection, SchedulerDaemon
+from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 

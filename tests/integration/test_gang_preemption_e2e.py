@@ -5,7 +5,7 @@ high-priority scheduler-plugins PodGroup arrives and makes room for the whole ga
 from __future__ import annotations
 
 from troupe.api.gangs import POD_GROUP_LABEL
-from troupe.scheduler.daemon import SchedulerDaemon
+from troupe.scheduler.service.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 
 from tests.integration.conftest import Bindings, eventually, pod

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from troupe.api.gangs import POD_GROUP_LABEL
-from troupe.scheduler.daemon import SchedulerDaemon
+from troupe.scheduler.service.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 
 from tests.integration.conftest import Bindings, eventually, pod

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from troupe.scheduler.daemon import SchedulerDaemon
+from troupe.scheduler.service.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 
 from tests.integration.conftest import eventually, pod

@@ -4,7 +4,7 @@ kind keeps being watched and scheduled."""
 
 from __future__ import annotations
 
-from troupe.scheduler.daemon import SchedulerDaemon
+from troupe.scheduler.service.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 
 from tests.integration.conftest import Bindings, eventually, pod

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from troupe.scheduler.daemon import SchedulerDaemon
+from troupe.scheduler.service.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 

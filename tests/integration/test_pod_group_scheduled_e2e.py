@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from troupe.scheduler.daemon import SchedulerDaemon
+from troupe.scheduler.service.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 
 from tests.integration.conftest import eventually

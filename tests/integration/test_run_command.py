@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from troupe.scheduler.daemon import SchedulerDaemon
+from troupe.scheduler.service.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 
 from tests.integration.conftest import Bindings, eventually, pod

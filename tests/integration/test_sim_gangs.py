@@ -13,7 +13,7 @@ from typing import Any
 from troupe.api.config import config_document, load_config
 from troupe.cli.render import render_summary
 from troupe.plugins.registry import catalog, default_registry
-from troupe.scheduler.daemon import Connection, SchedulerDaemon
+from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 from troupe.sim.runner import GangOutcome, GangRow, ScenarioRunner, node_spec
 from troupe.sim.scenario import DEFAULT_SCENARIO, GangStep, Scenario, load_scenario

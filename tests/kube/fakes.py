@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from troupe.api.client import ApiError
-from troupe.scheduler.kube.transport import JSON, Query, Response, WatchStream
+from troupe.kube.transport import JSON, Query, Response, WatchStream
 
 
 @dataclass(frozen=True)

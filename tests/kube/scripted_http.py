@@ -19,8 +19,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from kubernetes_asyncio.client import ApiClient
-from troupe.scheduler.kube.connection import connect
-from troupe.scheduler.kube.transport import HttpTransport, Timeouts
+from troupe.kube.connection import connect
+from troupe.kube.transport import HttpTransport, Timeouts
 
 
 @dataclass

@@ -10,9 +10,9 @@ import pytest
 from troupe.api.client import ApiError
 from troupe.api.clock import FakeClock
 from troupe.api.objects import ObjectMeta, Pod, PodCondition, PodSpec, PodStatus
-from troupe.scheduler.kube.client import KubeClient, custom_object_path, status_patch
-from troupe.scheduler.kube.retry import RetryPolicy
-from troupe.scheduler.kube.transport import MERGE_PATCH, STRATEGIC_MERGE_PATCH
+from troupe.kube.client import KubeClient, custom_object_path, status_patch
+from troupe.kube.retry import RetryPolicy
+from troupe.kube.transport import MERGE_PATCH, STRATEGIC_MERGE_PATCH
 
 from tests.kube.fakes import FakeTransport, reply, status_body
 

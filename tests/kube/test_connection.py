@@ -11,15 +11,15 @@ import pytest
 import yaml
 from aiohttp import web
 from troupe.api.client import ApiError
-from troupe.scheduler.kube.connection import (
+from troupe.kube.connection import (
     EXTRA_CONNECTIONS,
     check_reachable,
     connect,
     env_proxy,
     kubeconfig_paths,
 )
-from troupe.scheduler.kube.errors import KubeConnectionError
-from troupe.scheduler.kube.transport import HttpTransport, Timeouts
+from troupe.kube.errors import KubeConnectionError
+from troupe.kube.transport import HttpTransport, Timeouts
 
 
 def write_kubeconfig(path: Path, server: str, token: str = "s3cret") -> Path:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.config import incluster_config
-from troupe.scheduler.kube.connection import check_reachable, connect
-from troupe.scheduler.kube.errors import KubeConnectionError
+from troupe.kube.connection import check_reachable, connect
+from troupe.kube.errors import KubeConnectionError
 from troupe.sim.apiserver import ApiServer
 
 EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]

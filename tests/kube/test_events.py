@@ -10,16 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.client import ApiError, Event, ObjectRef
 from troupe.api.clock import FakeClock
-from troupe.scheduler.kube.events import (
+from troupe.kube.events import (
     NOTE_LIMIT,
     EventPolicy,
     EventRecorder,
     micro_time,
     truncate_note,
 )
-from troupe.scheduler.kube.ratelimit import TokenBucket
-from troupe.scheduler.kube.retry import RetryPolicy
-from troupe.scheduler.kube.transport import STRATEGIC_MERGE_PATCH
+from troupe.kube.ratelimit import TokenBucket
+from troupe.kube.retry import RetryPolicy
+from troupe.kube.transport import STRATEGIC_MERGE_PATCH
 
 from tests.kube.fakes import FakeTransport, reply
 

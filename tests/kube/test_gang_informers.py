@@ -18,14 +18,8 @@ from troupe.api.clock import RealClock
 from troupe.api.gangapi import CoschedulingPodGroup, GroupObject, PodGroup
 from troupe.api.gangs import POD_GROUP_LABEL, GangApi, GroupRef
 from troupe.api.objects import Node, Pod
-from troupe.scheduler.gangs import (
-    GangDirectory,
-    PodGroupStatusController,
-    conditions_patch,
-    pod_group_scheduled_condition,
-    status_path,
-)
-from troupe.scheduler.kube import (
+from troupe.api.tasks import TaskSupervisor
+from troupe.kube import (
     HttpTransport,
     Informer,
     InformerConfig,
@@ -34,14 +28,20 @@ from troupe.scheduler.kube import (
     SharedInformers,
     connect,
 )
-from troupe.scheduler.kube.discovery import served_gang_apis
-from troupe.scheduler.kube.gang_informers import (
+from troupe.kube.discovery import served_gang_apis
+from troupe.kube.gang_informers import (
     GANG_PATHS,
     TEMPLATES_PATH,
     add_gang_informers,
     gang_informers,
 )
-from troupe.scheduler.tasks import TaskSupervisor
+from troupe.scheduler.gangs import (
+    GangDirectory,
+    PodGroupStatusController,
+    conditions_patch,
+    pod_group_scheduled_condition,
+    status_path,
+)
 from troupe.sim.apiserver.server import ApiServer
 from troupe.sim.crds import POD_GROUP_CRD
 

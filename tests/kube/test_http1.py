@@ -11,9 +11,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from troupe.api.client import ApiError
-from troupe.scheduler.kube.connection import connect
-from troupe.scheduler.kube.http1_pools import pool_for
-from troupe.scheduler.kube.transport import (
+from troupe.kube.connection import connect
+from troupe.kube.http1_pools import pool_for
+from troupe.kube.transport import (
     NO_REPLY,
     HttpTransport,
     Timeouts,

@@ -18,9 +18,9 @@ from kubernetes_asyncio.client import ApiClient
 from troupe.api.client import ApiError, Event, ObjectRef
 from troupe.api.clock import RealClock
 from troupe.api.objects import Pod, PodCondition
-from troupe.scheduler.kube import HttpTransport, KubeClient, connect
-from troupe.scheduler.kube.http1 import Http1Pool
-from troupe.scheduler.kube.http1_pools import pool_for
+from troupe.kube import HttpTransport, KubeClient, connect
+from troupe.kube.http1 import Http1Pool
+from troupe.kube.http1_pools import pool_for
 from troupe.sim.apiserver.server import ApiServer
 
 NS = "default"

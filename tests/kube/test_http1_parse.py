@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from troupe.scheduler.kube.http1_parse import MAX_HEAD, ProtocolError, Reply, ResponseParser
+from troupe.kube.http1_parse import MAX_HEAD, ProtocolError, Reply, ResponseParser
 
 BIG = bytes(range(256)) * 4096  # 1 MiB, every byte value
 

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from troupe.api.client import ApiError
-from troupe.scheduler.kube.http1 import Http1Pool, encode_request
-from troupe.scheduler.kube.http1_pools import pool_for
+from troupe.kube.http1 import Http1Pool, encode_request
+from troupe.kube.http1_pools import pool_for
 
 from tests.kube.scripted_http import (
     Request,

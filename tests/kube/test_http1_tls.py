@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 from troupe.api.client import ApiError
-from troupe.scheduler.kube.connection import connect
-from troupe.scheduler.kube.http1_pools import pool_for
-from troupe.scheduler.kube.transport import AiohttpTransport, HttpTransport, Timeouts, Transport
+from troupe.kube.connection import connect
+from troupe.kube.http1_pools import pool_for
+from troupe.kube.transport import AiohttpTransport, HttpTransport, Timeouts, Transport
 
 from tests.kube.scripted_http import ScriptedServer, answer
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from troupe.api.client import ApiError
 from troupe.api.clock import FakeClock
 from troupe.api.objects import ObjectMeta, Pod, PodSpec
-from troupe.scheduler.kube.informer import Informer, InformerConfig, _Gone
+from troupe.kube.informer import Informer, InformerConfig, _Gone
 
 from tests.kube.fakes import FakeTransport, ScriptedWatch, reply
 

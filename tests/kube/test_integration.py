@@ -20,7 +20,8 @@ import pytest
 from troupe.api.client import ApiError, Event, ObjectRef
 from troupe.api.clock import RealClock
 from troupe.api.objects import Node, Pod, PodCondition
-from troupe.scheduler.kube import (
+from troupe.api.tasks import TaskSupervisor
+from troupe.kube import (
     HttpTransport,
     InformerConfig,
     KubeClient,
@@ -29,7 +30,6 @@ from troupe.scheduler.kube import (
     check_reachable,
     connect,
 )
-from troupe.scheduler.tasks import TaskSupervisor
 from troupe.sim.apiserver.server import ApiServer
 
 NS = "team-a"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.clock import FakeClock
-from troupe.scheduler.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, KeyedBuckets, TokenBucket
+from troupe.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, KeyedBuckets, TokenBucket
 
 
 @pytest.mark.parametrize(

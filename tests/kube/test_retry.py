@@ -13,14 +13,14 @@ from hypothesis import strategies as st
 from kubernetes_asyncio.client.exceptions import ApiException
 from troupe.api.client import ApiError
 from troupe.api.clock import FakeClock
-from troupe.scheduler.kube.errors import (
+from troupe.kube.errors import (
     ResponseError,
     parse_retry_after,
     status_details,
     to_api_error,
 )
-from troupe.scheduler.kube.retry import RetryPolicy, with_retries
-from troupe.scheduler.kube.transport import Response
+from troupe.kube.retry import RetryPolicy, with_retries
+from troupe.kube.transport import Response
 
 from tests.kube.fakes import reply, status_body
 

@@ -26,15 +26,15 @@ from aiohttp import web
 from troupe.api.config import load_config
 from troupe.api.gangs import POD_GROUP_LABEL
 from troupe.cli.run import Options, Probes, serve_elected
+from troupe.kube.health import HealthServer
 from troupe.plugins.registry import catalog, default_registry
-from troupe.scheduler.daemon import Connection, SchedulerDaemon
-from troupe.scheduler.health import HealthServer
+from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 
 from tests.integration.conftest import Bindings, eventually, pod
 from tests.manifests.manifest_files import one, scheduler_config_text
-from tests.metrics.test_scrape_e2e import Samples, scrape
+from tests.scheduler.observe.test_scrape_e2e import Samples, scrape
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

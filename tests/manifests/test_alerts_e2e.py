@@ -16,7 +16,7 @@ import pytest
 
 from tests.manifests.manifest_files import one
 from tests.manifests.production_run import ProductionRun
-from tests.metrics.test_scrape_e2e import Samples
+from tests.scheduler.observe.test_scrape_e2e import Samples
 
 RULES = {r["alert"]: r for g in one("PrometheusRule")["spec"]["groups"] for r in g["rules"]}
 _SELECTOR = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^{}]*)\}")

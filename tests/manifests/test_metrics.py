@@ -132,7 +132,7 @@ def test_every_exported_metric_is_shown_on_the_dashboard() -> None:
     assert set(EXPORTED_METRICS) <= shown | families
 
 
-METRICS_SOURCE = (ROOT / "troupe" / "scheduler" / "metrics.py").read_text()
+METRICS_SOURCE = (ROOT / "troupe" / "scheduler" / "observe" / "metrics.py").read_text()
 
 
 @pytest.mark.parametrize("name", EXPORTED_METRICS, ids=lambda n: n)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from troupe.api.gangs import POD_GROUP_LABEL, GangApi
 from troupe.api.objects import Pod, PodCondition
-from troupe.scheduler.metrics import SchedulerMetrics
-from troupe.scheduler.preemption import disruption_condition
+from troupe.scheduler.cycle.evictions import disruption_condition
+from troupe.scheduler.observe.metrics import SchedulerMetrics
 
 from tests.plugins.preemption_helpers import SCHEDULER, harness, node, pending, running
-from tests.scheduler.gangs import coscheduling_group
+from tests.scheduler.gang_helpers import coscheduling_group
 from tests.scheduler.harness import Harness
 
 LOW = [running(f"low-{i}", "n1", priority=i) for i in range(4)]

@@ -17,7 +17,7 @@ from troupe.api.objects import Node, Pod
 from troupe.queue.entity import QueuedGroupInfo
 
 from tests.plugins.builders import make_node
-from tests.scheduler.gangs import coscheduling_group, member, native_group, workload
+from tests.scheduler.gang_helpers import coscheduling_group, member, native_group, workload
 from tests.scheduler.harness import Harness
 
 Order = Literal["listed", "interleaved"]

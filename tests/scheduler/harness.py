@@ -10,9 +10,9 @@ from troupe.api.clock import FakeClock
 from troupe.api.config import config_document, load_config
 from troupe.api.objects import Node, Pod
 from troupe.plugins.registry import Registry, catalog, default_registry
-from troupe.scheduler.handlers import ClusterEventHandlers
-from troupe.scheduler.metrics import SchedulerMetrics
-from troupe.scheduler.schedule_one import Scheduler
+from troupe.scheduler.loop.schedule_one import Scheduler
+from troupe.scheduler.observe.metrics import SchedulerMetrics
+from troupe.scheduler.service.handlers import ClusterEventHandlers
 
 from tests.scheduler.fakes import Recorder
 

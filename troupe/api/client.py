@@ -1,7 +1,7 @@
 """The small client contract the scheduler writes through.
 
 The scheduling engine never talks HTTP itself: binding, pod-condition patches and
-events go through ``SchedulerClient``. ``troupe.scheduler.kube`` implements it
+events go through ``SchedulerClient``. ``troupe.kube`` implements it
 against a Kubernetes API server; unit tests use a recording double.
 """
 

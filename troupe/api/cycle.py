@@ -1,7 +1,7 @@
 """CycleState: per-scheduling-cycle data that plugins share, with typed keys.
 
 A new CycleState is made for every attempt (pod or group member) by
-``troupe.scheduler.schedule_one``; a plugin writes what it computed in PreFilter or
+``troupe.scheduler.loop.schedule_one``; a plugin writes what it computed in PreFilter or
 PreScore and reads it back in Filter or Score.
 
     FIT_KEY = StateKey[FitState]("NodeResourcesFit")

@@ -1,7 +1,7 @@
 """The plugin contract: one Protocol per extension point, and the values they return.
 
 Plugins (``troupe.plugins``) implement any subset of these Protocols; the runtime in
-``troupe.scheduler.framework`` discovers which by ``isinstance`` checks at start-up
+``troupe.scheduler.framework.runtime`` discovers which by ``isinstance`` checks at start-up
 and calls them in profile order. The scheduling-cycle points are synchronous (the
 cycle must not yield to the event loop: the live NodeTable is its snapshot);
 PreBind and Bind are coroutines run in the binding cycle.

@@ -9,7 +9,7 @@
 - ``WorkloadTemplates``: the 1.36 ``scheduling.k8s.io/v1alpha2`` Workload, whose
   ``spec.podGroupTemplates[]`` a PodGroup's ``spec.podGroupTemplateRef`` names.
 
-The gang informers (``troupe.scheduler.kube.gang_informers``) parse raw JSON into
+The gang informers (``troupe.kube.gang_informers``) parse raw JSON into
 these; ``troupe.api.gangapi_policy`` turns them into ``GangPolicy`` values or a
 ``GroupProblem``. Unknown fields are ignored, as everywhere in ``troupe.api``.
 """

@@ -1,6 +1,6 @@
 """Status and Code: the result of every plugin call (upstream ``framework.Status``).
 
-Every extension-point runner in ``troupe.scheduler.framework`` returns a Status; a
+Every extension-point runner in ``troupe.scheduler.framework.runtime`` returns a Status; a
 success is ``Status()`` (the ``SUCCESS`` constant), never ``None``.
 """
 

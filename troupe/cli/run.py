@@ -33,12 +33,12 @@ from troupe.api.config import (
     load_config,
     load_config_file,
 )
+from troupe.kube import KubeClient, KubeConnectionError, check_reachable, connect
+from troupe.kube.health import DEFAULT_PORT, HealthServer
+from troupe.kube.leader import LeaderElector, Outcome
 from troupe.plugins.registry import catalog, default_registry
-from troupe.scheduler.daemon import Connection, SchedulerDaemon, StartupError
-from troupe.scheduler.health import DEFAULT_PORT, HealthServer
-from troupe.scheduler.kube import KubeClient, KubeConnectionError, check_reachable, connect
-from troupe.scheduler.leader import LeaderElector, Outcome
-from troupe.scheduler.logs import configure_logging
+from troupe.scheduler.service.daemon import Connection, SchedulerDaemon, StartupError
+from troupe.scheduler.service.logs import configure_logging
 
 log = structlog.get_logger("troupe.run")
 

@@ -27,10 +27,10 @@ from troupe.api.config import (
     load_config_file,
 )
 from troupe.cli.render import ProgressBar, render_summary
+from troupe.kube.health import HealthServer
 from troupe.plugins.registry import catalog, default_registry
-from troupe.scheduler.daemon import Connection, SchedulerDaemon
-from troupe.scheduler.health import HealthServer
-from troupe.scheduler.logs import configure_logging
+from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
+from troupe.scheduler.service.logs import configure_logging
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 from troupe.sim.runner import ScenarioRunner, node_spec

@@ -3,7 +3,7 @@
 After PostFilter (preemption) picks a node for a pod, the scheduler records the
 nomination here and writes ``status.nominatedNodeName``; until the pod binds,
 Filter on that node accounts for the nominated pods of higher or equal priority
-(``troupe.scheduler.nominated``) so the freed room is not taken by someone else.
+(``troupe.scheduler.framework.nominated``) so the freed room is not taken by someone else.
 ``SchedulingQueue`` owns one ``Nominator`` and keeps it in step with pod adds,
 updates and deletes: a nomination ends when the pod is deleted, bound (anywhere),
 placed by a scheduling cycle, or when preemption finds nothing for it or a

@@ -13,7 +13,7 @@ Upstream ``defaultpreemption`` + ``framework/preemption`` for single pods:
 4. ``candidates.pick_one_node`` picks the node.
 
 The plugin decides and changes nothing: it returns ``PostFilterResult(node,
-victims)`` and the scheduler (``troupe.scheduler.preemption``) nominates the pod,
+victims)`` and the scheduler (``troupe.scheduler.cycle.evictions``) nominates the pod,
 marks each victim with a ``DisruptionTarget`` condition, deletes it and records a
 ``Preempted`` event. When nothing helps, the status carries upstream's
 ``preemption: 0/N nodes are available: ...`` message, which the FitError appends,

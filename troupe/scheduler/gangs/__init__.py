@@ -8,7 +8,7 @@
   ``PodGroupScheduled`` condition after a group scheduling attempt.
 
 The daemon builds one directory and one status controller, feeds both from the
-informers (``troupe.scheduler.kube.gang_informers``) and hands the directory to the
+informers (``troupe.kube.gang_informers``) and hands the directory to the
 framework and the queue.
 """
 

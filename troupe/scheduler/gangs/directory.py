@@ -3,7 +3,7 @@
 It implements ``troupe.api.gangs.GroupDirectory`` (``policy``, ``problem``,
 ``placed_count``) for the queue, the plugins and the pod-group cycle, and is fed by:
 
-- the gang informers (``troupe.scheduler.kube.gang_informers``): ``upsert`` for an
+- the gang informers (``troupe.kube.gang_informers``): ``upsert`` for an
   added or updated group object of any of the three APIs, ``remove`` for a deleted one;
 - the scheduler: ``pod_placed`` when a member is assumed or bound, ``pod_unplaced``
   when it is forgotten, unbound or deleted (KEP-3370 Permit counts assigned + assumed);

@@ -11,8 +11,8 @@ never waits for the API):
 - the ``PodGroupScheduled`` condition of a v1alpha2 PodGroup, never turned from
   True back to False (``pod_group_scheduled_condition``).
 
-The pod-group cycle (``troupe.scheduler.group_cycle``) reports its attempts with it,
-and ``troupe.scheduler.gang_timeout`` reports gangs held back by their gate (bad
+The pod-group cycle (``troupe.scheduler.gangs.group_cycle``) reports its attempts with it,
+and ``troupe.scheduler.gangs.timeouts`` reports gangs held back by their gate (bad
 input, a missing group object, too few pods) and gangs past their timeout. Every
 message names the group as ``gang <namespace>/<name>`` (``GroupRef.display``).
 """
@@ -33,7 +33,7 @@ from troupe.scheduler.gangs.status import (
 )
 
 if TYPE_CHECKING:
-    from troupe.scheduler.schedule_one import Scheduler
+    from troupe.scheduler.loop.schedule_one import Scheduler
 
 REASON_NOT_MEET_MIN_MEMBER: Final = "CoschedulingNotMeetMinMember"
 REASON_UNSCHEDULABLE: Final = "Unschedulable"

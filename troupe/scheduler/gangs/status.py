@@ -40,8 +40,8 @@ from troupe.api.gangapi import (
 )
 from troupe.api.gangs import POD_GROUP_LABEL, GangApi
 from troupe.api.objects import Pod, PodKey
-from troupe.scheduler.kube.client import custom_object_path, rfc3339
-from troupe.scheduler.tasks import TaskSupervisor
+from troupe.api.tasks import TaskSupervisor
+from troupe.kube.client import custom_object_path, rfc3339
 
 log = structlog.get_logger("troupe.gangs.status")
 

@@ -1,0 +1,184 @@
+"""Every extension-point runner has the same shape: the failing plugin's name is
+stamped on the Status, and an error, raised or returned, reads
+``running "<Plugin>" <point> plugin: <message>``; each point is timed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import numpy as np
+import pytest
+from troupe.api.cycle import CycleState
+from troupe.api.framework import (
+    Diagnosis,
+    DisruptionPlan,
+    FilterResult,
+    PostFilterResult,
+    PreFilterResult,
+)
+from troupe.api.nodetable import IndexArray, IntArray, NodeTable
+from troupe.api.objects import Pod
+from troupe.api.podinfo import PodInfo
+from troupe.api.status import Code, Status
+from troupe.plugins.registry import PluginSpec, default_registry
+from troupe.scheduler.framework.runtime import Framework
+
+from tests.plugins.builders import make_node, make_pod
+from tests.scheduler.harness import Harness
+
+BOOM = RuntimeError("boom")
+
+
+class Broken:
+    """Fails at every point, by raising or by returning an ERROR Status."""
+
+    name = "Broken"
+    raises = False
+
+    def _fail(self) -> Status:
+        if self.raises:
+            raise BOOM
+        return Status.from_error(BOOM)
+
+    def pre_enqueue(self, pod: Pod) -> Status:
+        return self._fail()
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> tuple[PreFilterResult | None, Status]:
+        return None, self._fail()
+
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult:
+        return FilterResult.failed(table, self._fail())
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        return None, self._fail()
+
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
+    ) -> Status:
+        return self._fail()
+
+    def score(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
+    ) -> IntArray:
+        self._fail()
+        return np.zeros(len(slots), dtype=np.int64)
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return self._fail()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        return None
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        return self._fail(), 0.0
+
+    def permit_disruption(self, state: CycleState, plan: DisruptionPlan) -> Status:
+        return self._fail()
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return self._fail()
+
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return self._fail()
+
+
+class Raising(Broken):
+    raises = True
+
+
+Run = Callable[[Framework, Harness, PodInfo], Status | Coroutine[Any, Any, Status]]
+
+
+def _slots(h: Harness) -> IndexArray:
+    return h.scheduler.cache.table.slots()
+
+
+RUNNERS: dict[str, tuple[str, Run]] = {
+    # profile point: (runner's point name in messages, how to call the runner)
+    "preEnqueue": ("preEnqueue", lambda f, h, p: f.run_pre_enqueue(p.pod)),
+    "preFilter": (
+        "preFilter",
+        lambda f, h, p: f.run_pre_filter(CycleState(), p, h.scheduler.cache.table)[1],
+    ),
+    "filter": (
+        "filter",
+        lambda f, h, p: (
+            f.run_filter(
+                CycleState(), p, h.scheduler.cache.table, h.scheduler.cache.table.present
+            ).status
+        ),
+    ),
+    "postFilter": (
+        "postFilter",
+        lambda f, h, p: f.run_post_filter(
+            CycleState(), p, h.scheduler.cache.table, Diagnosis(num_nodes=1)
+        )[1],
+    ),
+    "preScore": (
+        "preScore",
+        lambda f, h, p: f.run_pre_score(CycleState(), p, h.scheduler.cache.table, _slots(h)),
+    ),
+    "score": (
+        "score",
+        lambda f, h, p: f.run_score(CycleState(), p, h.scheduler.cache.table, _slots(h))[1],
+    ),
+    "reserve": ("reserve", lambda f, h, p: f.run_reserve(CycleState(), p, "n1")),
+    "permit": (
+        "permit",
+        lambda f, h, p: f.run_permit(CycleState(), p, "n1", h.scheduler.waiting),
+    ),
+    "permitDisruption": (
+        "permitDisruption",
+        lambda f, h, p: f.run_permit_disruption(CycleState(), DisruptionPlan((), {p.key: "n1"})),
+    ),
+    "preBind": ("preBind", lambda f, h, p: f.run_pre_bind(CycleState(), p, "n1")),
+    "bind": ("bind", lambda f, h, p: f.run_bind(CycleState(), p, "n1")),
+}
+
+
+def _harness(point: str, plugin: type[Broken]) -> tuple[Harness, list[tuple[str, str, str]]]:
+    registry = default_registry()
+    registry.register(PluginSpec(plugin.name, lambda a, h: plugin(), None, plugin))
+    plugins: dict[str, Any] = {
+        point: {"enabled": [{"name": plugin.name}], "disabled": [{"name": "*"}]}
+    }
+    h = Harness({"profiles": [{"plugins": plugins}]}, registry=registry)
+    h.nodes([make_node().name("n1").capacity(cpu="4", memory="8Gi", pods=110).obj()])
+    observed: list[tuple[str, str, str]] = []
+    fwk = h.scheduler.frameworks["troupe-scheduler"]
+    fwk.observe = lambda pt, pl, code, seconds: observed.append((pt, pl, code))
+    return h, observed
+
+
+# Score returns scores, not a Status: it can only raise.
+CASES = [
+    pytest.param(point, plugin, id=f"{point} {how}")
+    for point in RUNNERS
+    for plugin, how in ((Broken, "returned"), (Raising, "raised"))
+    if not (point == "score" and plugin is Broken)
+]
+
+
+@pytest.mark.parametrize(("point", "plugin"), CASES)
+async def test_an_error_is_wrapped_and_stamped_at_every_point(
+    point: str, plugin: type[Broken]
+) -> None:
+    h, observed = _harness(point, plugin)
+    fwk = h.scheduler.frameworks["troupe-scheduler"]
+    info = make_pod().name("p").req(cpu="1").scheduler_name("troupe-scheduler").info()
+    name, run = RUNNERS[point]
+    result = run(fwk, h, info)
+    status = await result if not isinstance(result, Status) else result
+    assert status.code is Code.ERROR
+    assert status.message == f'running "{plugin.name}" {name} plugin: boom'
+    assert status.plugin == plugin.name
+    assert status.error is BOOM
+    # The point was timed, with the failure's code.
+    point_label = point[0].upper() + point[1:]
+    assert (point_label, "", "ERROR") in observed
+    await h.close()

@@ -1,0 +1,191 @@
+"""Delayed, workload-aware preemption for gangs (KEP-5710) through the pod-group cycle of
+an in-process scheduler: what is evicted, nominated, counted, and what never is."""
+
+from __future__ import annotations
+
+from troupe.api.cycle import CycleState
+from troupe.api.framework import DisruptionPlan
+from troupe.api.gangs import POD_GROUP_LABEL, GangApi
+from troupe.api.objects import Pod
+from troupe.api.status import Status
+from troupe.plugins.registry import PluginSpec, default_registry
+from troupe.scheduler.observe.metrics import SchedulerMetrics
+
+from tests.plugins.preemption_helpers import node, pending, running
+from tests.scheduler.gang_helpers import coscheduling_group
+from tests.scheduler.harness import Harness
+
+NODES = ["n1", "n2", "n3", "n4"]
+
+
+def filler(priorities: dict[str, int] | None = None) -> list[Pod]:
+    """Four 1-cpu running pods on each 4-cpu node; on node n pod i has priority i
+    unless ``priorities`` gives the node one priority for all its pods."""
+    return [
+        running(f"{n}-{i}", n, priority=(priorities or {}).get(n, i))
+        for n in NODES
+        for i in range(4)
+    ]
+
+
+def gang(name: str = "g", size: int = 4, cpu: str = "2", priority: int = 100) -> list[Pod]:
+    return [
+        pending(f"{name}-{i}", cpu=cpu, priority=priority).label(POD_GROUP_LABEL, name).obj()
+        for i in range(size)
+    ]
+
+
+def setup(
+    pods: list[Pod], metrics: SchedulerMetrics | None = None, h: Harness | None = None
+) -> Harness:
+    h = h or Harness(metrics=metrics)
+    h.nodes([node(n).obj() for n in NODES]).pods(pods)
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("g", 4))
+    return h
+
+
+def sample(metrics: SchedulerMetrics, name: str, **labels: str) -> float:
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+async def test_a_high_priority_gang_of_4_on_a_full_cluster_evicts_what_it_needs_and_binds() -> None:
+    metrics = SchedulerMetrics.for_process()
+    pods = filler()
+    h = setup(pods, metrics)
+    h.pods(gang())
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    # 8 cpu for 4 members of 2 cpu: the two least important pods of every node go.
+    victims = sorted(f"default/{n}-{i}" for n in NODES for i in (0, 1))
+    assert sorted(h.client.deletions) == victims
+    assert h.client.bindings == []
+    nominated = {f"default/g-{i}": h.client.nominations.get(f"default/g-{i}") for i in range(4)}
+    assert sorted(nominated.values()) == NODES  # type: ignore[type-var]
+    assert h.client.conditions["default/g-0"].message.endswith(
+        "preemption: 8 lower-priority pod(s) are being evicted to make room for the gang"
+    )
+    notes = {e.note for e in h.client.events if e.reason == "Preempted"}
+    assert notes == {f"Preempted by pod group default/g on node {n}" for n in NODES}
+    assert sample(metrics, "scheduler_workload_preemption_attempts_total", result="preempted") == 1
+    assert sample(metrics, "scheduler_workload_preemption_victims_count") == 1
+    assert sample(metrics, "scheduler_workload_preemption_victims_sum") == 8
+    assert (
+        sample(
+            metrics,
+            "scheduler_podgroup_schedule_attempts_total",
+            result="waiting_on_preemption",
+            profile="troupe-scheduler",
+        )
+        == 1
+    )
+    # Retried while the victims are still terminating: no second preemption.
+    await h.advance(400)
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    assert sorted(h.client.deletions) == victims
+    assert sample(metrics, "scheduler_workload_preemption_attempts_total", result="preempted") == 1
+    # The victims are gone: the gang binds whole, each member where it was nominated.
+    for pod in pods:
+        if pod.key in victims:
+            h.handlers.on_pod_delete(pod)
+    await h.advance(10)
+    await h.settle()
+    assert dict(h.client.bindings) == nominated
+    await h.close()
+
+
+async def test_a_gang_that_cannot_fit_even_with_every_victim_gone_evicts_nothing() -> None:
+    metrics = SchedulerMetrics.for_process()
+    h = setup(filler(), metrics)
+    h.pods(gang(cpu="5"))
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    assert h.client.deletions == []
+    assert h.client.bindings == []
+    assert h.client.nominations == {}
+    assert h.client.conditions["default/g-0"].message.endswith(
+        "preemption: the gang does not fit even with every lower-priority pod evicted"
+    )
+    assert (
+        sample(metrics, "scheduler_workload_preemption_attempts_total", result="unschedulable") == 1
+    )
+    assert sample(metrics, "scheduler_workload_preemption_victims_count") == 0
+    await h.close()
+
+
+async def test_a_gang_never_evicts_pods_of_equal_or_higher_priority() -> None:
+    pods = filler({"n1": 0, "n2": 0, "n3": 100, "n4": 200})
+    h = setup(pods)
+    h.pods(gang())
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    # Two members on each of n1 and n2: all their pods go, none of n3's or n4's.
+    assert sorted(h.client.deletions) == sorted(
+        f"default/n{n}-{i}" for n in (1, 2) for i in range(4)
+    )
+    await h.close()
+
+
+async def test_a_gang_that_would_need_equal_priority_pods_evicted_evicts_nothing() -> None:
+    h = setup(filler({"n1": 0, "n2": 100, "n3": 100, "n4": 200}))
+    h.pods(gang())
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    assert h.client.deletions == []
+    await h.close()
+
+
+async def test_members_of_a_lower_priority_gang_are_never_victims() -> None:
+    old = [
+        running(f"old-{n}-{i}", n, priority=0).model_copy(deep=True)
+        for n in NODES
+        for i in range(4)
+    ]
+    for pod in old:
+        pod.metadata.labels[POD_GROUP_LABEL] = "old"
+    h = Harness()
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("old", 16))
+    setup(old, h=h)
+    h.pods(gang())
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    assert h.client.deletions == []
+    await h.close()
+
+
+class RefuseDisruption:
+    """A PermitDisruption plugin that refuses every plan and remembers it."""
+
+    name = "RefuseDisruption"
+
+    def __init__(self) -> None:
+        self.plans: list[DisruptionPlan] = []
+
+    def permit_disruption(self, state: CycleState, plan: DisruptionPlan) -> Status:
+        self.plans.append(plan)
+        return Status.unschedulable("the quota forbids it")
+
+
+async def test_a_permit_disruption_plugin_rejecting_the_plan_evicts_nothing() -> None:
+    refuse = RefuseDisruption()
+    registry = default_registry()
+    registry.register(PluginSpec(refuse.name, lambda a, h: refuse, None, RefuseDisruption))
+    plugins = {"permitDisruption": {"enabled": [{"name": refuse.name}]}}
+    metrics = SchedulerMetrics.for_process()
+    h = setup(
+        filler(),
+        h=Harness({"profiles": [{"plugins": plugins}]}, registry=registry, metrics=metrics),
+    )
+    h.pods(gang())
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    assert h.client.deletions == []
+    assert h.client.nominations == {}
+    # It was asked once, about the whole gang's plan.
+    (plan,) = refuse.plans
+    assert len(plan.victims) == 8 and sorted(plan.nominated) == [f"default/g-{i}" for i in range(4)]
+    assert h.client.conditions["default/g-0"].message.endswith(
+        "preemption refused: the quota forbids it"
+    )
+    assert sample(metrics, "scheduler_workload_preemption_attempts_total", result="rejected") == 1
+    await h.close()

@@ -1,0 +1,49 @@
+"""troupe's one Kubernetes client module: the only code that imports kubernetes_asyncio.
+
+- ``connect`` / ``check_reachable``: credentials and reachability (``connection``);
+- ``KubeClient``: the ``SchedulerClient`` writes — bind, status patch, events — plus
+  delete, eviction and custom-object helpers (``client``, ``events``);
+- ``Informer`` / ``SharedInformers``: list + watch into stores and the scheduler's
+  handlers (``informer``, ``shared``);
+- ``TokenBucket``, ``RetryPolicy``: the write limiter and retry bounds.
+
+See docs/events.md for how events are aggregated.
+"""
+
+from troupe.kube.client import KubeClient, custom_object_path, pod_path
+from troupe.kube.connection import check_reachable, connect, kubeconfig_paths
+from troupe.kube.errors import KubeConnectionError, ResponseError, to_api_error
+from troupe.kube.events import EventPolicy, EventRecorder, micro_time
+from troupe.kube.informer import Informer, InformerConfig, object_key
+from troupe.kube.ratelimit import KeyedBuckets, TokenBucket
+from troupe.kube.retry import RetryPolicy, with_retries
+from troupe.kube.shared import ClusterHandlers, SharedInformers
+from troupe.kube.transport import HttpTransport, Response, Timeouts, Transport
+
+__all__ = [
+    "ClusterHandlers",
+    "EventPolicy",
+    "EventRecorder",
+    "HttpTransport",
+    "Informer",
+    "InformerConfig",
+    "KeyedBuckets",
+    "KubeClient",
+    "KubeConnectionError",
+    "Response",
+    "ResponseError",
+    "RetryPolicy",
+    "SharedInformers",
+    "Timeouts",
+    "TokenBucket",
+    "Transport",
+    "check_reachable",
+    "connect",
+    "custom_object_path",
+    "kubeconfig_paths",
+    "micro_time",
+    "object_key",
+    "pod_path",
+    "to_api_error",
+    "with_retries",
+]

@@ -1,0 +1,92 @@
+"""Which gang APIs the cluster serves, from API discovery.
+
+The daemon calls ``served_gang_apis(transport)`` once at start-up, before it builds
+the gang informers (``gang_informers``): a kind the cluster does not serve (the
+scheduler-plugins CRD not installed, a 1.35 cluster without ``v1alpha2``, the
+``GenericWorkload`` feature gate off) is simply not watched, instead of an informer
+failing its list forever. It reads legacy discovery, as client-go's
+``ServerResourcesForGroupVersion`` does: ``GET /apis`` for the group versions, then
+``GET /apis/<group>/<version>`` for the resources of each candidate; a 404 at either
+step means "not served".
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from troupe.api.gangapi import MODEL_OF, PLURAL_OF
+from troupe.api.gangs import GangApi
+from troupe.kube.transport import Transport
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class _GroupVersion(_Wire):
+    group_version: str = Field(default="", alias="groupVersion")
+
+
+class _ApiGroup(_Wire):
+    versions: list[_GroupVersion] = Field(default_factory=list)
+
+
+class _ApiGroupList(_Wire):
+    groups: list[_ApiGroup] = Field(default_factory=list)
+
+
+class _ApiResource(_Wire):
+    name: str = ""
+    kind: str = ""
+
+
+class _ApiResourceList(_Wire):
+    resources: list[_ApiResource] = Field(default_factory=list)
+
+
+_KIND_OF: Final = {api: model.model_fields["kind"].default for api, model in MODEL_OF.items()}
+
+
+async def served_gang_apis(transport: Transport, *, timeout: float = 30.0) -> set[GangApi]:
+    """The gang APIs whose kind the API server serves. Raises ``ApiError`` when
+    discovery itself fails (no reply, 5xx, 403): guessing would either watch a kind
+    that is not there or silently ignore one that is."""
+    resp = await transport.request("GET", "/apis", timeout=timeout)
+    if resp.status == 404:
+        return set()
+    if not resp.ok:
+        raise resp.error("discovery of /apis")
+    listed = {
+        gv.group_version
+        for group in _ApiGroupList.model_validate_json(resp.body).groups
+        for gv in group.versions
+    }
+    served: set[GangApi] = set()
+    for api in GangApi:
+        if api.value not in listed:
+            continue
+        path = f"/apis/{api.value}"
+        resp = await transport.request("GET", path, timeout=timeout)
+        if resp.status == 404:
+            continue  # removed between the two requests (a CRD being deleted)
+        if not resp.ok:
+            raise resp.error(f"discovery of {path}")
+        resources = _ApiResourceList.model_validate_json(resp.body).resources
+        if any(r.name == PLURAL_OF[api] and r.kind == _KIND_OF[api] for r in resources):
+            served.add(api)
+    return served
+
+
+async def serves(
+    transport: Transport, group_version: str, plural: str, kind: str, *, timeout: float = 30.0
+) -> bool:
+    """Whether ``group_version`` serves ``plural`` of ``kind`` (a 404 means no)."""
+    resp = await transport.request("GET", f"/apis/{group_version}", timeout=timeout)
+    if resp.status == 404:
+        return False
+    if not resp.ok:
+        raise resp.error(f"discovery of /apis/{group_version}")
+    resources = _ApiResourceList.model_validate_json(resp.body).resources
+    return any(r.name == plural and r.kind == kind for r in resources)

@@ -1,0 +1,205 @@
+"""The binding cycle: WaitOnPermit, PreBind, Bind, PostBind, in owned tasks.
+
+``BindingCycle`` is mixed into ``Scheduler`` (it uses the scheduler's cache, queue,
+writer and statistics). ``troupe.scheduler.loop.schedule_one`` hands a pod here after
+its scheduling cycle; ``troupe.scheduler.gangs.group_cycle`` calls ``bind_steps`` and
+``bound`` for gang members. A binding that fails unreserves and forgets the pod
+and reports the failure; a 409 or 404 from the API server is never retried (the
+pod was bound by someone else, or deleted and recreated), so no pod is bound twice.
+A pod waiting at Permit takes a binding slot only once allowed (a rejected one
+never takes one).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from troupe.api.client import ApiError, Event, ObjectRef
+from troupe.api.clock import Clock
+from troupe.api.cycle import CycleState
+from troupe.api.events import ASSIGNED_POD_DELETE
+from troupe.api.podinfo import PodInfo
+from troupe.api.status import SUCCESS, Code, Status
+from troupe.api.tasks import TaskSupervisor
+from troupe.queue.entity import QueuedPodInfo
+from troupe.queue.scheduling_queue import SchedulingQueue
+from troupe.scheduler.cache import Cache
+from troupe.scheduler.cycle.failure import FailureReporter
+from troupe.scheduler.cycle.results import ScheduleResult
+from troupe.scheduler.cycle.writer import BackgroundWriter
+from troupe.scheduler.framework.messages import scheduled_message
+from troupe.scheduler.framework.runtime import Framework
+from troupe.scheduler.framework.waiting_pods import WaitingPod, WaitingPods
+from troupe.scheduler.observe.stats import AttemptStats
+
+if TYPE_CHECKING:
+    from troupe.scheduler.observe.metrics import SchedulerMetrics
+
+log = structlog.get_logger("troupe.scheduler")
+
+
+class BindingCycle:
+    # Provided by the Scheduler this is mixed into.
+    cache: Cache
+    queue: SchedulingQueue
+    waiting: WaitingPods
+    bindings: TaskSupervisor
+    writer: BackgroundWriter
+    failures: FailureReporter
+    stats: AttemptStats
+    metrics: SchedulerMetrics | None
+    clock: Clock
+    _member_attempts: dict[str, tuple[int, float | None]]
+
+    def revert(self, fwk: Framework, state: CycleState, info: PodInfo, node: str) -> None:
+        raise NotImplementedError
+
+    async def wait_for_permit(
+        self,
+        waiting: WaitingPod,
+        binding: Coroutine[Any, Any, None],
+        revert: Callable[[], None],
+    ) -> None:
+        """Hold the binding cycle until Permit decides, then give it a slot; the
+        binding cycle reads the decision itself (WaitOnPermit). A rejected pod makes
+        no API call: its binding cycle runs here at once, without a slot, so its
+        capacity is released even while every slot is busy."""
+        try:
+            t = time.perf_counter()
+            status = await waiting.wait()
+            if self.metrics is not None:
+                self.metrics.permit_wait(status.code.name, time.perf_counter() - t)
+            if status.is_success:
+                await self.bindings.acquire()
+        except BaseException:
+            binding.close()
+            self.waiting.remove(waiting.pod.key)
+            revert()
+            raise
+        if not status.is_success:
+            await binding
+            return
+        self.bindings.spawn(binding, name=f"bind {waiting.pod.key}", held=True)
+
+    async def binding_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        entity: QueuedPodInfo,
+        result: ScheduleResult,
+        start: float,
+        cycle: int,
+    ) -> None:
+        info, node = entity.pod_info, result.node
+        status = await self.bind_steps(fwk, state, info, node, permit_timed=True)
+        if not status.is_success:
+            self.binding_failed(fwk, state, entity, node, status, cycle, start)
+            return
+        self.bound(fwk, state, info, result, start)
+        self.stats.scheduled(entity, self.clock.now())
+
+    async def bind_steps(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: PodInfo,
+        node: str,
+        *,
+        permit_timed: bool = False,
+    ) -> Status:
+        """WaitOnPermit, PreBind, Bind. A cancelled binding unreserves and forgets.
+        ``permit_timed``: the Permit wait was already measured (``wait_for_permit``)."""
+        status = SUCCESS
+        try:
+            waiting = self.waiting.get(info.key)
+            if waiting is not None:
+                # WaitOnPermit (already decided when this cycle waited for a slot).
+                t = time.perf_counter()
+                status = await waiting.wait()
+                if self.metrics is not None and not permit_timed:
+                    self.metrics.permit_wait(status.code.name, time.perf_counter() - t)
+                self.waiting.remove(info.key)
+            if status.is_success:
+                # Run "prebind" plugins.
+                status = await fwk.run_pre_bind(state, info, node)
+            if status.is_success:
+                # Run "bind" plugins.
+                status = await fwk.run_bind(state, info, node)
+        except BaseException:
+            self.revert(fwk, state, info, node)
+            raise
+        return status
+
+    def bound(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: PodInfo,
+        result: ScheduleResult,
+        start: float,
+    ) -> None:
+        """The API server accepted the binding: confirm, PostBind, tell the user."""
+        node = result.node
+        self.cache.finish_binding(info.key)
+        self.stats.attempt("scheduled", fwk.name, time.perf_counter() - start)
+        member = self._member_attempts.pop(info.key, None)
+        if member is not None:
+            self.stats.bound(*member, self.clock.now())
+        # Run "postbind" plugins.
+        fwk.run_post_bind(state, info, node)
+        m = info.pod.metadata
+        log.debug(
+            "Successfully bound pod to node",
+            pod=info.key,
+            node=node,
+            evaluatedNodes=result.evaluated_nodes,
+            feasibleNodes=result.feasible_nodes,
+        )
+        self.writer.event(
+            Event(
+                ObjectRef.of_pod(info.pod),
+                "Normal",
+                "Scheduled",
+                "Binding",
+                scheduled_message(m.namespace, m.name, node),
+                reporting_controller=fwk.name,
+            )
+        )
+
+    def binding_failed(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        entity: QueuedPodInfo,
+        node: str,
+        status: Status,
+        cycle: int,
+        start: float,
+    ) -> None:
+        """Undo the assumption and report; ``start``: when the attempt's scheduling
+        cycle began (``time.perf_counter``), for the attempt's duration as upstream
+        measures it (scheduling and binding cycle together)."""
+        info = entity.pod_info
+        self.revert(fwk, state, info, node)
+        # The capacity just released may let other pods fit.
+        self.queue.on_event(ASSIGNED_POD_DELETE, info.pod, None)
+        error = status.error
+        if isinstance(error, ApiError) and (error.is_conflict or error.is_not_found):
+            # Bound by someone else, or deleted/recreated: the informer reports the
+            # truth; binding again could bind the pod twice.
+            log.info(
+                "binding rejected by the API server",
+                pod=info.key,
+                node=node,
+                status=error.status,
+                reason=error.message,
+            )
+            self.stats.attempt("error", fwk.name, time.perf_counter() - start)
+            return
+        result = "error" if status.code is Code.ERROR else "unschedulable"
+        self.stats.attempt(result, fwk.name, time.perf_counter() - start)
+        self.failures.report(fwk, entity, status, None, cycle)

@@ -1,0 +1,55 @@
+"""What every extension-point runner shares: timing through one observer, and one
+way to report a failing plugin.
+
+``troupe.scheduler.framework.runtime`` (the runners up to Score) and
+``troupe.scheduler.framework.runners`` (Reserve to PostBind) build on it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from troupe.api.cycle import StateKey
+from troupe.api.status import Code, Status
+
+Observer = Callable[[str, str, str, float], None]
+"""(extension point, plugin or "", status code name, seconds) -> None."""
+
+
+RECORD_PLUGIN_METRICS = StateKey[bool]("troupe/record-plugin-metrics")
+"""Set to True by the scheduler on the cycles whose per-plugin durations are recorded
+(upstream ``CycleState.SetRecordPluginMetrics``, 10% of cycles); unsampled cycles
+pay one dict lookup per extension point."""
+
+
+def no_observer(point: str, plugin: str, code: str, seconds: float) -> None:
+    return None
+
+
+def plugin_error(plugin: str, point: str, exc: BaseException | str) -> Status:
+    """A raised exception (or an error message) of ``plugin`` as its runner reports it."""
+    status = Status.from_error(exc if isinstance(exc, BaseException) else RuntimeError(exc))
+    return plugin_failure(plugin, point, status)
+
+
+def plugin_failure(plugin: str, point: str, status: Status) -> Status:
+    """A non-success Status returned by ``plugin``, as its runner reports it: stamped
+    with the plugin, and an ERROR wrapped with where it came from, exactly like a
+    raised exception (upstream ``running "X" <point> plugin: <error>``)."""
+    if status.code is Code.ERROR:
+        status = status.wrapped(f'running "{plugin}" {point} plugin')
+    return status.stamped(plugin)
+
+
+class TimedRunners:
+    """The observer every runner reports its durations to: the extension point's
+    always, each plugin's on sampled cycles (``RECORD_PLUGIN_METRICS``)."""
+
+    observe: Observer
+
+    def _timed(self, point: str, start: float, status: Status) -> None:
+        self.observe(point, "", status.code.name, time.perf_counter() - start)
+
+    def _plugin_timed(self, point: str, plugin: str, start: float, status: Status) -> None:
+        self.observe(point, plugin, status.code.name, time.perf_counter() - start)

@@ -1,0 +1,182 @@
+"""Nominated pods in Filter: room promised by preemption stays promised.
+
+A pod that preempted is nominated to a node (``troupe.queue.nominator``) and waits
+for its victims to leave. Until it binds, every other pod of lower or equal
+priority must see that room as taken, or it would take it first (upstream
+``RunFilterPluginsWithNominatedPods`` / ``addNominatedPods``). Filter is a batch
+over the NodeTable, so the adjustment is done afterwards and only where it
+matters: ``NominatedPods.adjust`` re-checks the feasible nodes that have a
+nomination of equal or higher priority, with those pods added to the node for the
+check and taken off again. No nominations, no cost.
+
+Upstream runs the filters twice on such a node, with the nominated pods and
+without; the batch pass already was the run without them.
+
+``check_node`` serves preemption's dry runs (``Handle.run_filter_plugins_with_nominated_pods``):
+PreFilter on a fresh CycleState (the victims are off the table, so state derived
+from placed pods is recomputed rather than patched, which troupe's plugins have no
+AddPod/RemovePod extensions for), then Filter on one node with the nominated pods.
+
+A nominated pod already placed (assumed or bound) no longer needs its nomination;
+it is dropped here when met.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from troupe.api.cycle import CycleState
+from troupe.api.framework import FilterResult, FilterSlot, Rejection
+from troupe.api.nodetable import BoolArray, NodeTable
+from troupe.api.podinfo import PodInfo
+from troupe.api.status import SUCCESS, Code, Status
+from troupe.queue.scheduling_queue import SchedulingQueue
+from troupe.scheduler.cache import Cache
+from troupe.scheduler.framework.messages import pre_filter_excluded_reason
+
+if TYPE_CHECKING:
+    from troupe.scheduler.framework.runtime import Framework
+
+Rejected = tuple[str, FilterResult, BoolArray]
+
+
+def filter_slot(
+    fwk: Framework, state: CycleState, pod: PodInfo, table: NodeTable, slot: int
+) -> Status:
+    """Every Filter plugin of ``fwk`` on node ``slot``: SUCCESS, or the first
+    rejection with its reasons (the plugin's own ``explain`` for this node)."""
+    for name, plugin in fwk.filter:
+        if name in state.skip_filter_plugins:
+            continue
+        try:
+            if isinstance(plugin, FilterSlot) and plugin.filter_slot(state, pod, table, slot):
+                continue
+            result = plugin.filter(state, pod, table)
+            if result.status.code is Code.ERROR:
+                return result.status.wrapped(f'running "{name}" filter plugin').stamped(name)
+            if result.feasible[slot]:
+                continue
+            rejections = [r for r in result.explain() if r.nodes[slot]]
+        except Exception as exc:
+            status = Status.from_error(exc)
+            return status.wrapped(f'running "{name}" filter plugin').stamped(name)
+        code = (
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            if any(r.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE for r in rejections)
+            else Code.UNSCHEDULABLE
+        )
+        return Status(code, tuple(r.reason for r in rejections), name)
+    return SUCCESS
+
+
+def _explained(rejections: tuple[Rejection, ...]) -> Callable[[], Sequence[Rejection]]:
+    return lambda: rejections
+
+
+class NominatedPods:
+    def __init__(self, queue: SchedulingQueue, cache: Cache) -> None:
+        self._queue = queue
+        self._cache = cache
+
+    def for_node(self, pod: PodInfo, node: str) -> list[PodInfo]:
+        """Pods nominated to ``node`` that ``pod`` must leave room for: equal or
+        higher priority, not ``pod`` itself, not placed yet."""
+        out: list[PodInfo] = []
+        for other in self._queue.nominated_pods_for_node(node):
+            if other.key == pod.key:
+                continue
+            if other.key in self._cache:
+                self._queue.delete_nominated(other.key)
+                continue
+            if other.priority >= pod.priority:
+                out.append(other)
+        return out
+
+    def with_nominated(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        slot: int,
+        others: list[PodInfo],
+    ) -> Status:
+        """Filter on ``slot`` with ``others`` on the node for the check."""
+        node = table.names[slot]
+        added: list[PodInfo] = []
+        try:
+            for other in others:
+                if table.add_pod(other, node):
+                    added.append(other)
+            return filter_slot(fwk, state, pod, table, slot)
+        finally:
+            for other in added:
+                table.remove_pod(other, node)
+
+    def fits(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, table: NodeTable, slot: int
+    ) -> bool:
+        """Whether ``pod`` still fits on ``slot`` once its nominated pods are counted
+        (True when it has none)."""
+        others = self.for_node(pod, table.names[slot])
+        return not others or self.with_nominated(fwk, state, pod, table, slot, others).is_success
+
+    def adjust(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, table: NodeTable, feasible: BoolArray
+    ) -> tuple[BoolArray, list[Rejected]]:
+        """``feasible`` without the nodes where the nominated pods leave no room, and
+        a diagnosis entry for each such node."""
+        failed: list[tuple[int, Status]] = []
+        for node in self._queue.nominated_nodes():
+            slot = table.slot(node)
+            if slot is None or not feasible[slot]:
+                continue
+            others = self.for_node(pod, node)
+            if not others:
+                continue
+            status = self.with_nominated(fwk, state, pod, table, slot, others)
+            if not status.is_success:
+                failed.append((slot, status))
+        if not failed:
+            return feasible, []
+        feasible = feasible.copy()
+        rejected: list[Rejected] = []
+        for slot, status in failed:
+            feasible[slot] = False
+            mask = np.zeros(table.capacity, dtype=bool)
+            mask[slot] = True
+            rejections = tuple(Rejection(reason, mask, status.code) for reason in status.reasons)
+            result = FilterResult(~mask, _explained(rejections))
+            rejected.append((status.plugin, result, mask))
+        return feasible, rejected
+
+    def check_node(self, fwk: Framework, pod: PodInfo, table: NodeTable, slot: int) -> Status:
+        """PreFilter (fresh state) and Filter of ``pod`` on ``slot`` as the table
+        stands, nominated pods counted."""
+        state = CycleState()
+        allowed: frozenset[str] | None = None
+        restricting: list[str] = []
+        for name, plugin in fwk.pre_filter:
+            try:
+                result, status = plugin.pre_filter(state, pod, table)
+            except Exception as exc:
+                return Status.from_error(exc).wrapped(f'running "{name}" preFilter plugin')
+            if status.is_skip:
+                state.skip_filter_plugins.add(name)
+                continue
+            if not status.is_success:
+                return status.stamped(name)
+            if result is not None and result.node_names is not None:
+                restricting.append(name)
+                allowed = result.node_names if allowed is None else allowed & result.node_names
+        if allowed is not None and table.names[slot] not in allowed:
+            return Status.unresolvable(pre_filter_excluded_reason(sorted(restricting)))
+        others = self.for_node(pod, table.names[slot])
+        if others:
+            status = self.with_nominated(fwk, state, pod, table, slot, others)
+            if not status.is_success:
+                return status
+        return filter_slot(fwk, state, pod, table, slot)

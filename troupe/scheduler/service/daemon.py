@@ -1,0 +1,249 @@
+"""The scheduler as a running service: connect, sync informers, schedule, shut down.
+
+``SchedulerDaemon`` is what ``troupe run`` runs in a cluster and what ``troupe sim``
+runs against the embedded cluster — the same code path, over HTTP, in both. It
+owns every task it starts (informers, the scheduling loop, the event flusher) and
+stops in order on ``stop()``: stop popping, let in-flight bindings finish within
+the grace period (cancelled ones unreserve and forget), stop the watches, close
+the connection pool.
+
+Each daemon has its own Prometheus registry (``metrics_registry``: the scheduler's
+metrics plus the process collectors); ``troupe run`` and ``troupe sim --serve`` serve
+it, with ``healthy`` and ``ready``, through ``troupe.kube.health``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from troupe.api.clock import Clock, RealClock
+from troupe.api.config import ResolvedConfig
+from troupe.api.gangapi import GroupObject
+from troupe.api.gangs import GangApi
+from troupe.api.objects import PriorityClass
+from troupe.api.tasks import TaskSupervisor
+from troupe.kube import (
+    KubeClient,
+    SharedInformers,
+    check_reachable,
+    connect,
+)
+from troupe.kube.gang_informers import add_gang_informers
+from troupe.kube.pdb_informer import pdb_informer
+from troupe.kube.transport import observe_requests
+from troupe.plugins.registry import Registry, default_registry
+from troupe.scheduler.gangs.directory import GangDirectory
+from troupe.scheduler.gangs.status import PodGroupStatusController
+from troupe.scheduler.loop.schedule_one import Scheduler
+from troupe.scheduler.observe.metrics import SchedulerMetrics
+from troupe.scheduler.service.gc_tuning import freeze_long_lived, tune_gc
+from troupe.scheduler.service.handlers import ClusterEventHandlers
+
+log = structlog.get_logger("troupe.daemon")
+
+
+class StartupError(RuntimeError):
+    """The daemon cannot start (unreachable API server, caches never synced)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    kubeconfig: str | None = None
+    master: str | None = None
+    in_cluster: bool = False
+
+
+def instance_name() -> str:
+    """This replica's identity in events and leases (the pod name in a cluster)."""
+    return os.environ.get("POD_NAME") or socket.gethostname()
+
+
+class SchedulerDaemon:
+    def __init__(
+        self,
+        config: ResolvedConfig,
+        connection: Connection,
+        *,
+        registry: Registry | None = None,
+        clock: Clock | None = None,
+        sync_timeout: float = 60.0,
+        seed: int | None = None,
+    ) -> None:
+        self.config = config
+        self.connection = connection
+        self.registry = registry or default_registry()
+        self.clock = clock or RealClock()
+        self.sync_timeout = sync_timeout
+        self.seed = seed
+        self.tasks = TaskSupervisor("daemon")
+        self.scheduler: Scheduler | None = None
+        self.informers: SharedInformers | None = None
+        self.client: KubeClient | None = None
+        self.status_controller: PodGroupStatusController | None = None
+        self.gang_apis: set[GangApi] = set()
+        self._api: object | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        self.server_version = ""
+        self.metrics = SchedulerMetrics.for_process()
+
+    @property
+    def metrics_registry(self) -> CollectorRegistry:
+        """What ``/metrics`` serves for this scheduler."""
+        return self.metrics.registry
+
+    async def start(self) -> None:
+        tune_gc()
+        c = self.connection
+        api = await connect(
+            c.kubeconfig, c.master, c.in_cluster, pool_size=max(8, self.config.binding_concurrency)
+        )
+        self._api = api
+        observe_requests(api, self.metrics.rest_request)
+        try:
+            self.server_version = await check_reachable(api)
+        except BaseException:
+            await api.close()
+            raise
+        profile = self.config.profiles[0]
+        cc = self.config.client_connection
+        self.client = KubeClient(
+            api,
+            self.clock,
+            qps=cc.qps,
+            burst=cc.burst,
+            scheduler_name=profile.scheduler_name,
+            instance=instance_name(),
+        )
+        priority_classes = PriorityClassValues()
+        directory = GangDirectory(priority_of=priority_classes.values.get)
+        priority_classes.changed.append(directory.priority_classes_changed)
+        self.scheduler = Scheduler(
+            self.config,
+            self.registry,
+            self.client,
+            self.clock,
+            seed=self.seed if self.seed is not None else int.from_bytes(os.urandom(4), "big"),
+            groups=directory,
+            metrics=self.metrics,
+        )
+        informers: SharedInformers | None = None
+        self.status_controller = PodGroupStatusController(
+            self.client.merge_patch,
+            self.clock,
+            supervisor=self.tasks,
+            synced=lambda: informers is not None and informers.has_synced,
+        )
+        handlers = ClusterEventHandlers(self.scheduler, pod_listener=self.status_controller)
+        informers = SharedInformers(
+            api, self.clock, handlers, priority_class_handlers=priority_classes
+        )
+        self.informers = informers
+        status = self.status_controller
+
+        def group_added(gang_api: GangApi, obj: GroupObject) -> None:
+            handlers.on_group_add(gang_api, obj)
+            if gang_api is GangApi.COSCHEDULING:
+                status.on_group_add(obj)  # type: ignore[arg-type]
+
+        def group_updated(gang_api: GangApi, old: GroupObject, new: GroupObject) -> None:
+            handlers.on_group_update(gang_api, old, new)
+            if gang_api is GangApi.COSCHEDULING:
+                status.on_group_update(old, new)  # type: ignore[arg-type]
+
+        def group_deleted(gang_api: GangApi, obj: GroupObject) -> None:
+            handlers.on_group_delete(gang_api, obj)
+            if gang_api is GangApi.COSCHEDULING:
+                status.on_group_delete(obj)  # type: ignore[arg-type]
+
+        informers.add(pdb_informer(informers.transport, self.clock, self.scheduler.pdbs))
+        self.gang_apis = await add_gang_informers(
+            informers,
+            self.clock,
+            on_add=group_added,
+            on_update=group_updated,
+            on_delete=group_deleted,
+        )
+        informers.start(self.tasks)
+        self.tasks.spawn(self.client.run(), name="event series")
+        if not await self.informers.wait_for_sync(self.sync_timeout):
+            await self.stop()
+            raise StartupError(
+                f"caches did not sync within {self.sync_timeout:g}s from {api.configuration.host}"
+            )
+        # Everything alive now (cache, plugins, queue) stays alive: keep it out of
+        # the collector's full passes.
+        freeze_long_lived()
+        log.info(
+            "caches synced, scheduling",
+            server=api.configuration.host,
+            serverVersion=self.server_version,
+            nodes=self.scheduler.cache.node_count,
+            profiles=[p.scheduler_name for p in self.config.profiles],
+            gangApis=sorted(a.value for a in self.gang_apis),
+        )
+        self._loop_task = asyncio.get_running_loop().create_task(
+            self.scheduler.run(), name="schedule_one loop"
+        )
+
+    async def wait(self) -> None:
+        """Until the scheduling loop ends (after ``stop``), re-raising its failure."""
+        if self._loop_task is not None:
+            await self._loop_task
+
+    @property
+    def healthy(self) -> bool:
+        loop_alive = self._loop_task is not None and not self._loop_task.done()
+        return loop_alive and self.informers is not None and self.informers.healthy
+
+    @property
+    def ready(self) -> bool:
+        return self.informers is not None and self.informers.has_synced
+
+    async def stop(self, grace: float = 10.0) -> None:
+        if self.scheduler is not None:
+            await self.scheduler.stop(grace=grace)
+        if self._loop_task is not None:
+            await asyncio.gather(self._loop_task, return_exceptions=True)
+        if self.informers is not None:
+            self.informers.stop()
+        if self.status_controller is not None:
+            await self.status_controller.close()
+        # What is left are watch loops blocked on a read and the event flusher:
+        # nothing worth waiting for once the scheduler has stopped.
+        await self.tasks.drain(timeout=0.2)
+        await self.tasks.cancel_all()
+        api = self._api
+        self._api = None
+        if api is not None:
+            await api.close()  # type: ignore[attr-defined]
+        log.info("scheduler stopped")
+
+
+class PriorityClassValues:
+    """PriorityClass name -> value, for group priorities (``priorityClassName``)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+        self.changed: list[Callable[[], None]] = []
+
+    def _notify(self) -> None:
+        for callback in self.changed:
+            callback()
+
+    def on_add(self, pc: PriorityClass) -> None:
+        self.values[pc.metadata.name] = pc.value
+        self._notify()
+
+    def on_update(self, old: PriorityClass, new: PriorityClass) -> None:
+        self.on_add(new)
+
+    def on_delete(self, pc: PriorityClass) -> None:
+        self.values.pop(pc.metadata.name, None)
+        self._notify()

@@ -1,0 +1,183 @@
+"""Cluster events into the cache and the queue.
+
+The informers call these handlers with parsed objects; the handlers keep the cache
+(assigned pods, nodes) and the queue (unassigned pods of our profiles) in step,
+and turn each change into a ``ClusterEvent`` so the queue can move pods that the
+change may have made schedulable. Pods of other schedulers are ignored unless
+assigned (they consume node capacity). Terminal pods (Succeeded/Failed) free their
+capacity, as upstream's informer excludes them.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from troupe.api.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_DELETE,
+    Action,
+    ClusterEvent,
+    Resource,
+)
+from troupe.api.gangapi import GroupObject, WorkloadTemplates
+from troupe.api.gangs import GangApi, group_ref_of
+from troupe.api.objects import Node, Pod
+from troupe.scheduler.loop.schedule_one import Scheduler
+
+
+def node_update_event(old: Node, new: Node) -> ClusterEvent | None:
+    action = Action(0)
+    if old.status.allocatable != new.status.allocatable:
+        action |= Action.UPDATE_NODE_ALLOCATABLE
+    if old.metadata.labels != new.metadata.labels:
+        action |= Action.UPDATE_NODE_LABEL
+    if old.spec.taints != new.spec.taints:
+        action |= Action.UPDATE_NODE_TAINT
+    if old.spec.unschedulable != new.spec.unschedulable:
+        action |= Action.UPDATE_NODE_CONDITION
+    if not action:
+        return None
+    return ClusterEvent(Resource.NODE, action, "NodeUpdate")
+
+
+UNSCHEDULED_POD_ADD = ClusterEvent(Resource.POD, Action.ADD, "UnscheduledPodAdd")
+POD_GROUP_ADD = ClusterEvent(Resource.POD_GROUP, Action.ADD, "PodGroupAdd")
+POD_GROUP_UPDATE = ClusterEvent(Resource.POD_GROUP, Action.UPDATE_OTHER, "PodGroupUpdate")
+POD_GROUP_DELETE = ClusterEvent(Resource.POD_GROUP, Action.DELETE, "PodGroupDelete")
+
+
+class PodListener(Protocol):
+    """Something else that follows every pod (the PodGroup status controller)."""
+
+    def on_pod_add(self, pod: Pod) -> None: ...
+    def on_pod_update(self, old: Pod, new: Pod) -> None: ...
+    def on_pod_delete(self, pod: Pod) -> None: ...
+
+
+class ClusterEventHandlers:
+    def __init__(self, scheduler: Scheduler, pod_listener: PodListener | None = None) -> None:
+        self._s = scheduler
+        self._pods = pod_listener
+
+    # --- pods --------------------------------------------------------------------
+
+    def on_pod_add(self, pod: Pod) -> None:
+        s = self._s
+        s.groups.pod_seen(pod)
+        if self._pods is not None:
+            self._pods.on_pod_add(pod)
+        if pod.spec.node_name:
+            if pod.is_terminal:
+                return
+            s.cache.add_pod(pod)
+            s.queue.delete(pod)
+            s.queue.on_event(ASSIGNED_POD_ADD, None, pod)
+        elif (
+            s.owns(pod.spec.scheduler_name)
+            and not pod.is_terminal
+            and pod.metadata.deletion_timestamp is None
+        ):
+            s.queue.add(pod)
+            # A new pod may complete a gang waiting at Permit (Coscheduling).
+            s.queue.on_event(UNSCHEDULED_POD_ADD, None, pod)
+
+    def on_pod_update(self, old: Pod, new: Pod) -> None:
+        s = self._s
+        if self._pods is not None:
+            self._pods.on_pod_update(old, new)
+        if old.metadata.uid != new.metadata.uid:
+            s.groups.pod_gone(old)
+        s.groups.pod_seen(new)
+        if new.spec.node_name:
+            if new.is_terminal:
+                self._assigned_pod_gone(new)
+                return
+            if not old.spec.node_name or old.spec.node_name != new.spec.node_name:
+                # Bound (by us or anyone): it leaves the queue and occupies its node.
+                s.queue.delete(old)
+                s.cache.add_pod(new)
+                s.queue.on_event(ASSIGNED_POD_ADD, None, new)
+                return
+            s.cache.update_pod(old, new)
+            if old.metadata.labels != new.metadata.labels:
+                s.queue.on_event(
+                    ClusterEvent(
+                        Resource.ASSIGNED_POD, Action.UPDATE_POD_LABEL, "AssignedPodUpdate"
+                    ),
+                    old,
+                    new,
+                )
+            return
+        if not s.owns(new.spec.scheduler_name) or new.is_terminal:
+            s.queue.delete(old)
+            return
+        if old.metadata.uid and old.metadata.uid != new.metadata.uid:
+            s.queue.delete(old)
+            s.queue.add(new)
+            return
+        s.queue.update(old, new)
+
+    def on_pod_delete(self, pod: Pod) -> None:
+        s = self._s
+        s.groups.pod_gone(pod)
+        if self._pods is not None:
+            self._pods.on_pod_delete(pod)
+        waiting = s.waiting.get(pod.key)
+        if waiting is not None:
+            waiting.reject("", "pod was deleted while waiting on permit")
+        if pod.spec.node_name or pod.key in s.cache:
+            self._assigned_pod_gone(pod)
+        s.queue.delete(pod)
+
+    def _assigned_pod_gone(self, pod: Pod) -> None:
+        s = self._s
+        if s.cache.binding_in_flight(pod.key):
+            # Our binding is in flight; the binding cycle settles the cache.
+            return
+        s.cache.remove_pod(pod)
+        s.queue.on_event(ASSIGNED_POD_DELETE, pod, None)
+        ref = group_ref_of(pod)
+        if ref is not None:
+            # Fewer members placed: the gang's quorum check changes.
+            s.queue.group_changed(ref)
+
+    # --- nodes -------------------------------------------------------------------
+
+    def on_node_add(self, node: Node) -> None:
+        self._s.cache.add_node(node)
+        self._s.queue.on_event(NODE_ADD, None, node)
+
+    def on_node_update(self, old: Node, new: Node) -> None:
+        self._s.cache.update_node(new)
+        event = node_update_event(old, new)
+        if event is not None:
+            self._s.queue.on_event(event, old, new)
+
+    def on_node_delete(self, node: Node) -> None:
+        self._s.cache.remove_node(node.metadata.name)
+        self._s.queue.on_event(NODE_DELETE, node, None)
+
+    # --- pod groups (any of the three gang APIs) ---------------------------------------
+
+    # A v1alpha2 Workload only holds templates: the directory re-evaluates the
+    # PodGroups that use them and the queue hears about those groups.
+
+    def on_group_add(self, api: GangApi, obj: GroupObject) -> None:
+        self._s.groups.upsert(api, obj)
+        if not isinstance(obj, WorkloadTemplates):
+            self._s.queue.on_event(POD_GROUP_ADD, None, obj)
+
+    def on_group_update(self, api: GangApi, old: GroupObject, new: GroupObject) -> None:
+        self._s.groups.upsert(api, new)
+        if not isinstance(new, WorkloadTemplates):
+            self._s.queue.on_event(POD_GROUP_UPDATE, old, new)
+
+    def on_group_delete(self, api: GangApi, obj: GroupObject) -> None:
+        meta = obj.metadata
+        if isinstance(obj, WorkloadTemplates):
+            self._s.groups.remove_templates(meta.namespace, meta.name)
+            return
+        self._s.groups.remove(api, meta.namespace, meta.name)
+        self._s.queue.on_event(POD_GROUP_DELETE, obj, None)
