@@ -170,8 +170,8 @@ class GangStats(AttemptStats):
         self._profiler = profiler
 
     def watch(self, scheduler: Scheduler) -> None:
-        """Take over ``scheduler.stats``; call before its loop's first pop."""
-        scheduler.stats = self
+        """Attribute cycles to the entity popped; call before the loop's first pop
+        (the daemon was built with these statistics)."""
         pop = scheduler.queue.pop
 
         async def attributed_pop() -> QueuedEntity | None:
@@ -264,13 +264,17 @@ async def run_one(
         kubeconfig = Path(tmp) / "kubeconfig"
         async with ServerProcess(server_argv, kubeconfig):
             config = scheduler_config(algorithm, args, shape.size)
+            stats = GangStats(profiler)
             daemon = SchedulerDaemon(
-                config, Connection(kubeconfig=str(kubeconfig)), seed=1, sync_timeout=300
+                config,
+                Connection(kubeconfig=str(kubeconfig)),
+                seed=1,
+                sync_timeout=300,
+                stats=stats,
             )
             await daemon.start()
             # The scheduling loop task exists but has not run yet: nothing popped.
             assert daemon.scheduler is not None
-            stats = GangStats(profiler)
             stats.watch(daemon.scheduler)
             start = time.perf_counter()
             finished = await until(lambda: stats.bound_pods >= shape.pods, start + args.timeout)

@@ -96,6 +96,7 @@ class SchedulingQueue:
         on_incoming: IncomingHook | None = None,
         group_of: Callable[[Pod], GroupRef | None] = _no_group,
         groups: GroupDirectory = _NO_GROUPS,
+        nominator: Nominator | None = None,
     ) -> None:
         self._clock = clock
         self._pre_enqueue = pre_enqueue
@@ -122,7 +123,8 @@ class SchedulingQueue:
             max_in_unschedulable,
             lambda: self._cycle,
         )
-        self._nominator = Nominator()
+        # Given by the scheduler when Filter must see the nominations too.
+        self._nominator = nominator if nominator is not None else Nominator()
         self._intake = Intake(
             self._queues,
             self._in_flight,

@@ -26,7 +26,7 @@ PROFILE = "troupe-scheduler"
 def best_nodes(s: Scheduler, fwk: Framework, info: PodInfo) -> set[str]:
     """The nodes a full cycle over every node would choose among for ``info`` now."""
     table = s.cache.table
-    state = s.new_cycle_state()
+    state = s.algorithm.new_cycle_state()
     _, status = fwk.run_pre_filter(state, info, table)
     assert status.is_success
     outcome = fwk.run_filter(state, info, table, table.present)

@@ -204,7 +204,7 @@ def test_a_cycle_scores_the_configured_share_of_nodes_and_the_next_one_goes_on()
     info = pod("p").info()
     results = []
     for _ in range(3):
-        result = s.schedule_pod(fwk, s.new_cycle_state(), info)
+        result = s.algorithm.schedule_pod(fwk, s.algorithm.new_cycle_state(), info)
         assert isinstance(result, ScheduleResult)
         results.append(result)
     slot = s.cache.table.index

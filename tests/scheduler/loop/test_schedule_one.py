@@ -8,7 +8,7 @@ from troupe.api.cycle import CycleState
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.plugins.registry import PluginSpec, default_registry
-from troupe.scheduler.loop.schedule_one import num_feasible_nodes_to_find
+from troupe.scheduler.cycle.algorithm import num_feasible_nodes_to_find
 
 from tests.plugins.builders import make_node, make_pod
 from tests.scheduler.harness import Harness

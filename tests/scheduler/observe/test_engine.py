@@ -74,9 +74,12 @@ async def test_a_run_records_attempts_points_sampled_plugins_and_the_sli() -> No
 
 async def test_without_metrics_no_cycle_is_sampled() -> None:
     h = Harness()
-    state = h.scheduler.new_cycle_state()
+    state = h.scheduler.algorithm.new_cycle_state()
     from troupe.scheduler.framework.runtime import RECORD_PLUGIN_METRICS
 
-    assert all(h.scheduler.new_cycle_state().get(RECORD_PLUGIN_METRICS) is None for _ in range(200))
+    assert all(
+        h.scheduler.algorithm.new_cycle_state().get(RECORD_PLUGIN_METRICS) is None
+        for _ in range(200)
+    )
     assert state.get(RECORD_PLUGIN_METRICS) is None
     await h.close()

@@ -18,7 +18,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,11 +25,9 @@ from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
 from troupe.api.framework import FilterSlot, ScoreExtensions, ScoreSlot
 from troupe.api.nodetable import IndexArray, IntArray, NodeTable
 from troupe.api.podinfo import PodInfo
+from troupe.scheduler.cycle.algorithm import PodAlgorithm
 from troupe.scheduler.cycle.results import ScheduleResult
 from troupe.scheduler.framework.runtime import Framework
-
-if TYPE_CHECKING:
-    from troupe.scheduler.loop.schedule_one import Scheduler
 
 Signature = tuple[object, ...]
 
@@ -118,8 +115,9 @@ class BatchPlacer:
     normalizing plugin's raw score moved (then its column is normalized again).
     """
 
-    def __init__(self, scheduler: Scheduler, fwk: Framework) -> None:
-        self.s = scheduler
+    def __init__(self, algorithm: PodAlgorithm, fwk: Framework) -> None:
+        self.algorithm = algorithm
+        self.cache = algorithm.cache
         self.fwk = fwk
         self.state: CycleState | None = None
         self.slots: IndexArray = np.zeros(0, dtype=np.intp)
@@ -130,7 +128,7 @@ class BatchPlacer:
         self.evaluated = 0
         self.placed = 0
         # The candidates whose total is the highest, ascending (as np.flatnonzero
-        # gives them, so a seeded pick is the one ``Scheduler.select_index`` would
+        # gives them, so a seeded pick is the one ``PodAlgorithm.select_index`` would
         # make), kept as totals move one entry at a time (a pod lands on one node):
         # a pick is not a pass over every candidate. None when it must be found again.
         self._best: list[int] | None = None
@@ -143,8 +141,8 @@ class BatchPlacer:
         pod cycle does; otherwise every feasible node (the evaluation is shared by
         the whole run, so a long run can afford looking at all of them).
         """
-        s, fwk, table = self.s, self.fwk, self.s.cache.table
-        state = s.new_cycle_state()
+        algorithm, fwk, table = self.algorithm, self.fwk, self.cache.table
+        state = algorithm.new_cycle_state()
         pre, status = fwk.run_pre_filter(state, first, table)
         if not status.is_success or pre is not None:
             return False
@@ -155,7 +153,7 @@ class BatchPlacer:
         if not outcome.status.is_success:
             return False
         if sample:
-            slots, evaluated = s.feasible_slots(fwk, outcome.feasible)
+            slots, evaluated = algorithm.feasible_slots(fwk, outcome.feasible)
         else:
             slots, evaluated = table.slots()[outcome.feasible[table.slots()]], table.size
         if len(slots) < 2:
@@ -207,9 +205,9 @@ class BatchPlacer:
             return None
         index = self._pick()
         slot = int(self.slots[index])
-        node = self.s.cache.table.names[slot]
+        node = self.cache.table.names[slot]
         feasible_count = self.live
-        self.s.cache.assume(info, node)
+        self.cache.assume(info, node)
         self.placed += 1
         self._refresh(index, slot, info)
         state = self.state.clone()
@@ -219,17 +217,16 @@ class BatchPlacer:
     def _refresh(self, index: int, slot: int, info: PodInfo) -> None:
         """Node ``slot`` just got a pod: re-check it alone."""
         assert self.state is not None
-        table = self.s.cache.table
+        table = self.cache.table
         ok = all(
             check(self.state, info, table, slot)
             if check is not None
             else bool(plugin.filter(self.state, info, table).feasible[slot])
             for check, plugin in self._filters
         )
-        nominated = self.fwk.handle.nominated
-        if ok and nominated is not None:
+        if ok:
             # Room nominated to pods of equal or higher priority stays theirs.
-            ok = nominated.fits(self.fwk, self.state, info, table, slot)
+            ok = self.fwk.nominated.fits(self.fwk.filter, self.state, info, table, slot)
         if not ok:
             self.alive[index] = False
             self.live -= 1
@@ -266,12 +263,12 @@ class BatchPlacer:
 
     def _pick(self) -> int:
         """A candidate with the highest total; ties broken uniformly at random with
-        the scheduler's seeded generator, as ``Scheduler.select_index`` does."""
+        the algorithm's seeded generator, as ``PodAlgorithm.select_index`` does."""
         best = self._best
         if best is None:
             best = self._best = np.flatnonzero(self.total == self.total.max()).tolist()
             self._best_value = int(self.total[best[0]])
-        return best[self.s.tie_break(len(best))]
+        return best[self.algorithm.tie_break(len(best))]
 
     def _moved(self, index: int) -> None:
         """Candidate ``index``'s total changed (it was a best one: it was picked)."""

@@ -1,9 +1,9 @@
 """The binding cycle: WaitOnPermit, PreBind, Bind, PostBind, in owned tasks.
 
-``BindingCycle`` is mixed into ``Scheduler`` (it uses the scheduler's cache, queue,
-writer and statistics). ``troupe.scheduler.loop.schedule_one`` hands a pod here after
-its scheduling cycle; ``troupe.scheduler.gangs.group_cycle`` calls ``bind_steps`` and
-``bound`` for gang members. A binding that fails unreserves and forgets the pod
+The pod cycle (``troupe.scheduler.cycle.pod_cycle``) hands a pod to ``submit`` after
+its scheduling cycle; the group cycle's admission
+(``troupe.scheduler.gangs.admission``) calls ``bind_steps`` and ``bound`` for gang
+members. A binding that fails unreserves and forgets the pod
 and reports the failure; a 409 or 404 from the API server is never retried (the
 pod was bound by someone else, or deleted and recreated), so no pod is bound twice.
 A pod waiting at Permit takes a binding slot only once allowed (a rejected one
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
@@ -34,29 +34,69 @@ from troupe.scheduler.cycle.writer import BackgroundWriter
 from troupe.scheduler.framework.messages import scheduled_message
 from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.framework.waiting_pods import WaitingPod, WaitingPods
+from troupe.scheduler.observe.metrics import SchedulerMetrics
 from troupe.scheduler.observe.stats import AttemptStats
-
-if TYPE_CHECKING:
-    from troupe.scheduler.observe.metrics import SchedulerMetrics
 
 log = structlog.get_logger("troupe.scheduler")
 
 
-class BindingCycle:
-    # Provided by the Scheduler this is mixed into.
-    cache: Cache
-    queue: SchedulingQueue
-    waiting: WaitingPods
-    bindings: TaskSupervisor
-    writer: BackgroundWriter
-    failures: FailureReporter
-    stats: AttemptStats
-    metrics: SchedulerMetrics | None
-    clock: Clock
-    _member_attempts: dict[str, tuple[int, float | None]]
+Revert = Callable[[Framework, CycleState, PodInfo, str], None]
+"""Undo a placement (``PodAlgorithm.revert``)."""
 
-    def revert(self, fwk: Framework, state: CycleState, info: PodInfo, node: str) -> None:
-        raise NotImplementedError
+
+class BindingCycle:
+    def __init__(
+        self,
+        *,
+        cache: Cache,
+        queue: SchedulingQueue,
+        waiting: WaitingPods,
+        bindings: TaskSupervisor,
+        background: TaskSupervisor,
+        writer: BackgroundWriter,
+        failures: FailureReporter,
+        stats: AttemptStats,
+        clock: Clock,
+        revert: Revert,
+        metrics: SchedulerMetrics | None = None,
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.waiting = waiting
+        self.bindings = bindings
+        self.background = background
+        self.writer = writer
+        self.failures = failures
+        self.stats = stats
+        self.clock = clock
+        self.revert = revert
+        self.metrics = metrics
+
+    async def submit(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        entity: QueuedPodInfo,
+        result: ScheduleResult,
+        start: float,
+        cycle: int,
+    ) -> None:
+        """Start the binding cycle of a pod that passed its scheduling cycle: at once
+        when a binding slot is free, or once Permit allows it for a waiting pod."""
+        info = entity.pod_info
+        binding = self.binding_cycle(fwk, state, entity, result, start, cycle)
+        waiting = self.waiting.get(info.key)
+        if waiting is not None:
+            # Waiting at Permit must not hold a binding slot: a gang larger than
+            # bindingConcurrency would otherwise never reach its quorum.
+            node = result.node
+            self.background.spawn(
+                self.wait_for_permit(waiting, binding, lambda: self.revert(fwk, state, info, node)),
+                name=f"permit {info.key}",
+            )
+            return
+        await self.bindings.acquire()
+        self.bindings.spawn(binding, name=f"bind {info.key}", held=True)
 
     async def wait_for_permit(
         self,
@@ -146,9 +186,7 @@ class BindingCycle:
         node = result.node
         self.cache.finish_binding(info.key)
         self.stats.attempt("scheduled", fwk.name, time.perf_counter() - start)
-        member = self._member_attempts.pop(info.key, None)
-        if member is not None:
-            self.stats.bound(*member, self.clock.now())
+        self.stats.member_bound(info.key, self.clock.now())
         # Run "postbind" plugins.
         fwk.run_post_bind(state, info, node)
         m = info.pod.metadata

@@ -1,6 +1,6 @@
 """Carrying out a preemption that PostFilter decided (upstream ``prepareCandidate``).
 
-``Scheduler._post_filter`` calls ``Preemptions.actuate`` when a PostFilter plugin
+``PodAlgorithm.post_filter`` calls ``Preemptions.actuate`` when a PostFilter plugin
 (DefaultPreemption) returns a node and victims. In the scheduling cycle, at once:
 
 - the preemptor is nominated to the node in the queue's nominator, so the next

@@ -20,24 +20,23 @@ again for ``RETRY_UNBATCHABLE_SECONDS``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from troupe.api.clock import Clock
 from troupe.api.cycle import CycleState
 from troupe.api.podinfo import PodInfo
+from troupe.scheduler.cycle.algorithm import PodAlgorithm
 from troupe.scheduler.cycle.batch_placer import BatchPlacer, Signature, signature
 from troupe.scheduler.cycle.results import ScheduleResult
 from troupe.scheduler.framework.runtime import Framework
-
-if TYPE_CHECKING:
-    from troupe.scheduler.loop.schedule_one import Scheduler
 
 RETRY_UNBATCHABLE_SECONDS = 5.0
 _MAX_REMEMBERED = 256
 
 
 class PodBatches:
-    def __init__(self, scheduler: Scheduler) -> None:
-        self.s = scheduler
+    def __init__(self, algorithm: PodAlgorithm, clock: Clock) -> None:
+        self.algorithm = algorithm
+        self.cache = algorithm.cache
+        self.clock = clock
         self._placer: BatchPlacer | None = None
         # (framework name, signature) of the pod last placed, and the table
         # generation its assumption left.
@@ -48,13 +47,13 @@ class PodBatches:
         self.batches = 0
 
     def _key(self, fwk: Framework, info: PodInfo) -> tuple[str, Signature]:
-        with_labels = bool(self.s.cache.table.affinity_pods)
+        with_labels = bool(self.cache.table.affinity_pods)
         return fwk.name, (with_labels, *signature(info, with_labels))
 
     def place(self, fwk: Framework, info: PodInfo) -> tuple[ScheduleResult, CycleState] | None:
         """This pod's node (already assumed) and cycle state when it can be placed
         from a shared evaluation; None to run the full cycle."""
-        table = self.s.cache.table
+        table = self.cache.table
         key = self._key(fwk, info)
         quiet = key == self._last and table.generation == self._generation
         if not quiet:
@@ -76,11 +75,11 @@ class PodBatches:
     def _start(
         self, fwk: Framework, info: PodInfo, key: tuple[str, Signature]
     ) -> BatchPlacer | None:
-        now = self.s.clock.now()
+        now = self.clock.now()
         retry_at = self._unbatchable.get(key)
         if retry_at is not None and now < retry_at:
             return None
-        placer = BatchPlacer(self.s, fwk)
+        placer = BatchPlacer(self.algorithm, fwk)
         if not placer.start(info, sample=False):
             if len(self._unbatchable) >= _MAX_REMEMBERED:
                 self._unbatchable.clear()
@@ -95,5 +94,5 @@ class PodBatches:
         """The full cycle just assumed ``info``: a next pod of the same signature
         may start a batch if nothing else changes meanwhile."""
         self._last = self._key(fwk, info)
-        self._generation = self.s.cache.table.generation
+        self._generation = self.cache.table.generation
         self._placer = None

@@ -1,13 +1,13 @@
 """What every extension-point runner shares: timing through one observer, and one
 way to report a failing plugin.
 
-``troupe.scheduler.framework.runtime`` (the runners up to Score) and
-``troupe.scheduler.framework.runners`` (Reserve to PostBind) build on it.
+``troupe.scheduler.framework.runners`` (the one runner shape, for the points off
+the hot path) and ``troupe.scheduler.framework.runtime`` (the specialised
+PreFilter..Score runners) build on it.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from troupe.api.cycle import StateKey
@@ -40,16 +40,3 @@ def plugin_failure(plugin: str, point: str, status: Status) -> Status:
     if status.code is Code.ERROR:
         status = status.wrapped(f'running "{plugin}" {point} plugin')
     return status.stamped(plugin)
-
-
-class TimedRunners:
-    """The observer every runner reports its durations to: the extension point's
-    always, each plugin's on sampled cycles (``RECORD_PLUGIN_METRICS``)."""
-
-    observe: Observer
-
-    def _timed(self, point: str, start: float, status: Status) -> None:
-        self.observe(point, "", status.code.name, time.perf_counter() - start)
-
-    def _plugin_timed(self, point: str, plugin: str, start: float, status: Status) -> None:
-        self.observe(point, plugin, status.code.name, time.perf_counter() - start)

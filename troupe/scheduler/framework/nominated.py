@@ -23,32 +23,43 @@ it is dropped here when met.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Container, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from troupe.api.cycle import CycleState
-from troupe.api.framework import FilterResult, FilterSlot, Rejection
+from troupe.api.framework import (
+    FilterPlugin,
+    FilterResult,
+    FilterSlot,
+    PreFilterPlugin,
+    Rejection,
+)
 from troupe.api.nodetable import BoolArray, NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
-from troupe.queue.scheduling_queue import SchedulingQueue
-from troupe.scheduler.cache import Cache
 from troupe.scheduler.framework.messages import pre_filter_excluded_reason
 
-if TYPE_CHECKING:
-    from troupe.scheduler.framework.runtime import Framework
-
 Rejected = tuple[str, FilterResult, BoolArray]
+Filters = Sequence[tuple[str, FilterPlugin]]
+PreFilters = Sequence[tuple[str, PreFilterPlugin]]
+
+
+class Nominations(Protocol):
+    """Where nominations are kept (``troupe.queue.nominator.Nominator``)."""
+
+    def pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+    def nodes(self) -> list[str]: ...
+    def delete(self, key: str) -> None: ...
 
 
 def filter_slot(
-    fwk: Framework, state: CycleState, pod: PodInfo, table: NodeTable, slot: int
+    filters: Filters, state: CycleState, pod: PodInfo, table: NodeTable, slot: int
 ) -> Status:
-    """Every Filter plugin of ``fwk`` on node ``slot``: SUCCESS, or the first
+    """Every plugin of ``filters`` on node ``slot``: SUCCESS, or the first
     rejection with its reasons (the plugin's own ``explain`` for this node)."""
-    for name, plugin in fwk.filter:
+    for name, plugin in filters:
         if name in state.skip_filter_plugins:
             continue
         try:
@@ -77,19 +88,22 @@ def _explained(rejections: tuple[Rejection, ...]) -> Callable[[], Sequence[Rejec
 
 
 class NominatedPods:
-    def __init__(self, queue: SchedulingQueue, cache: Cache) -> None:
-        self._queue = queue
-        self._cache = cache
+    """``nominations``: the queue's nominator; ``placed``: keys of assumed or bound
+    pods (the cache), whose nominations are over."""
+
+    def __init__(self, nominations: Nominations, placed: Container[str]) -> None:
+        self._nominations = nominations
+        self._placed = placed
 
     def for_node(self, pod: PodInfo, node: str) -> list[PodInfo]:
         """Pods nominated to ``node`` that ``pod`` must leave room for: equal or
         higher priority, not ``pod`` itself, not placed yet."""
         out: list[PodInfo] = []
-        for other in self._queue.nominated_pods_for_node(node):
+        for other in self._nominations.pods_for_node(node):
             if other.key == pod.key:
                 continue
-            if other.key in self._cache:
-                self._queue.delete_nominated(other.key)
+            if other.key in self._placed:
+                self._nominations.delete(other.key)
                 continue
             if other.priority >= pod.priority:
                 out.append(other)
@@ -97,7 +111,7 @@ class NominatedPods:
 
     def with_nominated(
         self,
-        fwk: Framework,
+        filters: Filters,
         state: CycleState,
         pod: PodInfo,
         table: NodeTable,
@@ -111,33 +125,40 @@ class NominatedPods:
             for other in others:
                 if table.add_pod(other, node):
                     added.append(other)
-            return filter_slot(fwk, state, pod, table, slot)
+            return filter_slot(filters, state, pod, table, slot)
         finally:
             for other in added:
                 table.remove_pod(other, node)
 
     def fits(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, table: NodeTable, slot: int
+        self, filters: Filters, state: CycleState, pod: PodInfo, table: NodeTable, slot: int
     ) -> bool:
         """Whether ``pod`` still fits on ``slot`` once its nominated pods are counted
         (True when it has none)."""
         others = self.for_node(pod, table.names[slot])
-        return not others or self.with_nominated(fwk, state, pod, table, slot, others).is_success
+        return (
+            not others or self.with_nominated(filters, state, pod, table, slot, others).is_success
+        )
 
     def adjust(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, table: NodeTable, feasible: BoolArray
+        self,
+        filters: Filters,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        feasible: BoolArray,
     ) -> tuple[BoolArray, list[Rejected]]:
         """``feasible`` without the nodes where the nominated pods leave no room, and
         a diagnosis entry for each such node."""
         failed: list[tuple[int, Status]] = []
-        for node in self._queue.nominated_nodes():
+        for node in self._nominations.nodes():
             slot = table.slot(node)
             if slot is None or not feasible[slot]:
                 continue
             others = self.for_node(pod, node)
             if not others:
                 continue
-            status = self.with_nominated(fwk, state, pod, table, slot, others)
+            status = self.with_nominated(filters, state, pod, table, slot, others)
             if not status.is_success:
                 failed.append((slot, status))
         if not failed:
@@ -153,13 +174,15 @@ class NominatedPods:
             rejected.append((status.plugin, result, mask))
         return feasible, rejected
 
-    def check_node(self, fwk: Framework, pod: PodInfo, table: NodeTable, slot: int) -> Status:
+    def check_node(
+        self, pre_filters: PreFilters, filters: Filters, pod: PodInfo, table: NodeTable, slot: int
+    ) -> Status:
         """PreFilter (fresh state) and Filter of ``pod`` on ``slot`` as the table
         stands, nominated pods counted."""
         state = CycleState()
         allowed: frozenset[str] | None = None
         restricting: list[str] = []
-        for name, plugin in fwk.pre_filter:
+        for name, plugin in pre_filters:
             try:
                 result, status = plugin.pre_filter(state, pod, table)
             except Exception as exc:
@@ -176,7 +199,7 @@ class NominatedPods:
             return Status.unresolvable(pre_filter_excluded_reason(sorted(restricting)))
         others = self.for_node(pod, table.names[slot])
         if others:
-            status = self.with_nominated(fwk, state, pod, table, slot, others)
+            status = self.with_nominated(filters, state, pod, table, slot, others)
             if not status.is_success:
                 return status
-        return filter_slot(fwk, state, pod, table, slot)
+        return filter_slot(filters, state, pod, table, slot)

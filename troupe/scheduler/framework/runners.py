@@ -1,183 +1,140 @@
-"""Runners of the extension points that follow the choice of a node: Reserve,
-Unreserve and Permit end the scheduling cycle (PermitDisruption, KEP-5710, lets a
-pod-group cycle evict the victims it planned for); PreBind, Bind and PostBind make the
-binding cycle (``troupe.scheduler.cycle.binding_cycle``).
+"""The one runner shape, for every extension point off the hot path.
 
-``Framework`` (``troupe.scheduler.framework.runtime``) inherits them and builds the plugin
-lists they loop over; they have the shape of every other runner (``runner_support``).
+PreEnqueue, Reserve, Unreserve, Permit, PermitDisruption, PreBind, Bind and
+PostBind all loop over their plugins the same way (upstream
+``frameworkImpl.Run*Plugins``): time the point, and on sampled cycles each plugin,
+through one observer; call the plugin; turn a raised exception into an ERROR
+``running "<Plugin>" <point> plugin: <error>``; stop at the first status the point
+does not accept, stamped with the plugin's name. ``Point`` says what differs:
+
+- ``stops``: which statuses end the loop (default: anything but SUCCESS);
+- ``initial``: the result when no plugin decides (Bind: an error, no plugin bound);
+- ``contained``: failures are logged and the others still run (Unreserve, PostBind:
+  the pod is past the point where a plugin can stop it).
+
+PreBind and Bind are awaited (``run_async``); the rest are synchronous (``run``).
+The Filter and Score points are not run here: they work on whole node arrays, and
+``troupe.scheduler.framework.runtime`` keeps them specialised.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import structlog
 
 from troupe.api.cycle import CycleState
-from troupe.api.framework import (
-    BindPlugin,
-    DisruptionPlan,
-    PermitDisruptionPlugin,
-    PermitPlugin,
-    PostBindPlugin,
-    PreBindPlugin,
-    ReservePlugin,
-)
-from troupe.api.podinfo import PodInfo
-from troupe.api.status import SUCCESS, Code, Status
+from troupe.api.status import SUCCESS, Status
 from troupe.scheduler.framework.instrument import (
     RECORD_PLUGIN_METRICS,
-    TimedRunners,
+    Observer,
     plugin_error,
     plugin_failure,
 )
-from troupe.scheduler.framework.waiting_pods import WaitingPods
 
 log = structlog.get_logger("troupe.framework")
 
+P = TypeVar("P")
 
-class CommitRunners(TimedRunners):
-    reserve: list[tuple[str, ReservePlugin]]
-    permit: list[tuple[str, PermitPlugin]]
-    permit_disruption: list[tuple[str, PermitDisruptionPlugin]]
-    pre_bind: list[tuple[str, PreBindPlugin]]
-    bind: list[tuple[str, BindPlugin]]
-    post_bind: list[tuple[str, PostBindPlugin]]
 
-    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        start = time.perf_counter()
-        status = SUCCESS
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.reserve:
-            t = time.perf_counter()
-            try:
-                st = plugin.reserve(state, pod, node_name)
-            except Exception as exc:
-                status = plugin_error(name, "reserve", exc)
-                break
-            if sampled:
-                self._plugin_timed("Reserve", name, t, st)
-            if not st.is_success:
-                status = plugin_failure(name, "reserve", st)
-                break
-        self._timed("Reserve", start, status)
-        return status
+def _not_success(status: Status) -> bool:
+    return not status.is_success
 
-    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        """Every reserve plugin, in reverse order; failures cannot stop the others."""
-        start = time.perf_counter()
-        for _name, plugin in reversed(self.reserve):
-            try:
-                plugin.unreserve(state, pod, node_name)
-            except Exception as exc:  # keep unreserving the rest
-                log.error("unreserve failed", plugin=_name, pod=pod.key, error=repr(exc))
-        self._timed("Unreserve", start, SUCCESS)
 
-    def run_permit(
-        self, state: CycleState, pod: PodInfo, node_name: str, waiting: WaitingPods
-    ) -> Status:
-        """SUCCESS, a rejection, or WAIT (the pod was added to ``waiting``)."""
-        start = time.perf_counter()
-        timeouts: dict[str, float] = {}
-        status = SUCCESS
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.permit:
-            t = time.perf_counter()
-            try:
-                st, timeout = plugin.permit(state, pod, node_name)
-            except Exception as exc:
-                status = plugin_error(name, "permit", exc)
-                break
-            if sampled:
-                self._plugin_timed("Permit", name, t, st)
-            if st.is_wait:
-                timeouts[name] = timeout
-            elif not st.is_success:
-                status = plugin_failure(name, "permit", st)
-                break
-        if status.is_success and timeouts:
-            waiting.add(pod, timeouts)
-            status = Status(Code.WAIT)
-        self._timed("Permit", start, status)
-        return status
+@dataclass(frozen=True, slots=True)
+class Point:
+    """How one extension point runs its plugins."""
 
-    def run_permit_disruption(self, state: CycleState, plan: DisruptionPlan) -> Status:
-        """SUCCESS when every plugin lets ``plan``'s victims be evicted (KEP-5710);
-        the first refusal otherwise."""
-        start = time.perf_counter()
-        status = SUCCESS
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.permit_disruption:
-            t = time.perf_counter()
-            try:
-                st = plugin.permit_disruption(state, plan)
-            except Exception as exc:
-                status = plugin_error(name, "permitDisruption", exc)
-                break
-            if sampled:
-                self._plugin_timed("PermitDisruption", name, t, st)
-            if not st.is_success:
-                status = plugin_failure(name, "permitDisruption", st)
-                break
-        self._timed("PermitDisruption", start, status)
-        return status
+    metric: str  # the extension_point label, e.g. "Reserve"
+    config: str  # the profile's name for it, e.g. "reserve" (in error messages)
+    stops: Callable[[Status], bool] = _not_success
+    initial: Callable[[], Status] = field(default=lambda: SUCCESS)
+    contained: bool = False
 
-    # --- binding cycle -------------------------------------------------------------
 
-    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        start = time.perf_counter()
-        status = SUCCESS
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.pre_bind:
-            t = time.perf_counter()
-            try:
-                st = await plugin.pre_bind(state, pod, node_name)
-            except Exception as exc:
-                status = plugin_error(name, "preBind", exc)
+def run(
+    observe: Observer,
+    point: Point,
+    plugins: Sequence[tuple[str, P]],
+    state: CycleState | None,
+    call: Callable[[str, P], Status],
+    **log_fields: Any,
+) -> Status:
+    """Run ``call(name, plugin)`` for each plugin as ``point`` says; ``state`` None:
+    no cycle to sample per-plugin durations on (PreEnqueue)."""
+    start = time.perf_counter()
+    status = point.initial()
+    sampled = state is not None and state.get(RECORD_PLUGIN_METRICS)
+    for name, plugin in plugins:
+        t = time.perf_counter()
+        try:
+            st = call(name, plugin)
+        except Exception as exc:
+            st = plugin_error(name, point.config, exc)
+            if not point.contained:
+                status = st
                 break
-            if sampled:
-                self._plugin_timed("PreBind", name, t, st)
-            if not st.is_success:
-                status = plugin_failure(name, "preBind", st)
-                break
-        self._timed("PreBind", start, status)
-        return status
-
-    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        start = time.perf_counter()
-        status = Status.from_error(RuntimeError("no bind plugin bound the pod"))
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.bind:
-            t = time.perf_counter()
-            try:
-                st = await plugin.bind(state, pod, node_name)
-            except Exception as exc:
-                status = plugin_error(name, "bind", exc)
-                break
-            if sampled:
-                self._plugin_timed("Bind", name, t, st)
-            if st.is_skip:
-                continue
-            status = plugin_failure(name, "bind", st)
+        if sampled:
+            observe(point.metric, name, st.code.name, time.perf_counter() - t)
+        if point.contained:
+            _log_contained(point, name, st, log_fields)
+        elif point.stops(st):
+            status = plugin_failure(name, point.config, st)
             break
-        self._timed("Bind", start, status)
-        return status
+    observe(point.metric, "", status.code.name, time.perf_counter() - start)
+    return status
 
-    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        """Every PostBind plugin. The pod is bound already: PostBind is informational
-        (upstream), so a plugin that fails is logged and the others still run."""
-        start = time.perf_counter()
-        sampled = state.get(RECORD_PLUGIN_METRICS)
-        for name, plugin in self.post_bind:
-            t = time.perf_counter()
-            st = SUCCESS
-            try:
-                plugin.post_bind(state, pod, node_name)
-            except Exception as exc:
-                st = plugin_error(name, "postBind", exc)
-                log.error(
-                    "postbind failed", plugin=name, pod=pod.key, node=node_name, error=st.message
-                )
-            if sampled:
-                self._plugin_timed("PostBind", name, t, st)
-        self._timed("PostBind", start, SUCCESS)
+
+async def run_async(
+    observe: Observer,
+    point: Point,
+    plugins: Sequence[tuple[str, P]],
+    state: CycleState,
+    call: Callable[[str, P], Awaitable[Status]],
+) -> Status:
+    """``run`` for the points whose plugins are awaited (PreBind, Bind)."""
+    start = time.perf_counter()
+    status = point.initial()
+    sampled = state.get(RECORD_PLUGIN_METRICS)
+    for name, plugin in plugins:
+        t = time.perf_counter()
+        try:
+            st = await call(name, plugin)
+        except Exception as exc:
+            status = plugin_error(name, point.config, exc)
+            break
+        if sampled:
+            observe(point.metric, name, st.code.name, time.perf_counter() - t)
+        if point.stops(st):
+            status = plugin_failure(name, point.config, st)
+            break
+    observe(point.metric, "", status.code.name, time.perf_counter() - start)
+    return status
+
+
+def _log_contained(point: Point, plugin: str, status: Status, fields: dict[str, Any]) -> None:
+    if status.is_success:
+        return
+    log.error(f"{point.config} failed", plugin=plugin, error=status.message, **fields)
+
+
+def _no_bind() -> Status:
+    return Status.from_error(RuntimeError("no bind plugin bound the pod"))
+
+
+def _wait_or_fail(status: Status) -> bool:
+    return not (status.is_success or status.is_wait)
+
+
+PRE_ENQUEUE = Point("PreEnqueue", "preEnqueue")
+RESERVE = Point("Reserve", "reserve")
+UNRESERVE = Point("Unreserve", "unreserve", contained=True)
+PERMIT = Point("Permit", "permit", stops=_wait_or_fail)
+PERMIT_DISRUPTION = Point("PermitDisruption", "permitDisruption")
+PRE_BIND = Point("PreBind", "preBind")
+# A Bind plugin that skips leaves the pod to the next one; any other answer is final.
+BIND = Point("Bind", "bind", stops=lambda st: not st.is_skip, initial=_no_bind)
+POST_BIND = Point("PostBind", "postBind", contained=True)

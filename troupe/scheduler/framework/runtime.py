@@ -1,22 +1,26 @@
 """The framework runtime: one profile's plugins and a runner per extension point.
 
-``Framework.build`` instantiates every plugin a ``ResolvedProfile`` enables (one
-instance per plugin, shared by all its extension points) and sorts them into the
-extension points they implement, in profile order. ``troupe.scheduler.loop.schedule_one``
-calls the ``run_*`` methods: those up to Score are here, Reserve to PostBind in
-``troupe.scheduler.framework.runners``.
+``Framework`` instantiates every plugin a ``ResolvedProfile`` enables (one instance
+per plugin, shared by all its extension points) and sorts them into the extension
+points they implement, in profile order. The framework is the plugins' handle
+(upstream ``frameworkImpl`` implements ``framework.Handle``): each plugin is built
+with it, and everything the handle serves (the client, the NodeTable, waiting pods,
+nominated pods, PodDisruptionBudgets) is given to the constructor, so a framework
+is complete once built.
 
-Every runner has the same shape: loop over the point's plugins, time the point
-(and, on sampled cycles, each plugin) through one observer, stamp the failing
-plugin's name on the Status, and wrap exceptions and errors as
-``running "<Plugin>" <point> plugin: <error>``.
+The pod cycle (``troupe.scheduler.cycle``) and the group cycle
+(``troupe.scheduler.gangs``) call the ``run_*`` methods. PreFilter to Score work on
+whole node arrays and are written out here, specialised for speed; every other
+point runs through the one runner shape of ``troupe.scheduler.framework.runners``.
+Every runner times the point (and, on sampled cycles, each plugin) through one
+observer, stamps the failing plugin's name on the Status, and wraps exceptions and
+errors as ``running "<Plugin>" <point> plugin: <error>``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import structlog
@@ -30,6 +34,7 @@ from troupe.api.framework import (
     MIN_NODE_SCORE,
     BindPlugin,
     Diagnosis,
+    DisruptionPlan,
     FilterPlugin,
     FilterResult,
     PermitDisruptionPlugin,
@@ -40,7 +45,6 @@ from troupe.api.framework import (
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
-    PreFilterResult,
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
@@ -55,6 +59,12 @@ from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
+from troupe.scheduler.framework import runners
+from troupe.scheduler.framework.diagnosis import (
+    FilterOutcome,
+    MergedPreFilterResult,
+    no_common_node,
+)
 from troupe.scheduler.framework.instrument import (
     RECORD_PLUGIN_METRICS,
     Observer,
@@ -62,9 +72,7 @@ from troupe.scheduler.framework.instrument import (
     plugin_error,
     plugin_failure,
 )
-from troupe.scheduler.framework.messages import pre_filter_excluded_reason
 from troupe.scheduler.framework.nominated import NominatedPods
-from troupe.scheduler.framework.runners import CommitRunners
 from troupe.scheduler.framework.waiting_pods import WaitingPod, WaitingPods
 
 log = structlog.get_logger("troupe.framework")
@@ -73,107 +81,51 @@ __all__ = [
     "RECORD_PLUGIN_METRICS",
     "FilterOutcome",
     "Framework",
-    "FrameworkHandle",
     "MergedPreFilterResult",
     "Observer",
 ]
 
 
-def _no_common_node(plugins: Sequence[str]) -> str:
-    """Upstream RunPreFilterPlugins' message when the PreFilter results of
-    ``plugins`` (sorted) have no node in common."""
-    if len(plugins) == 1:
-        return f"node(s) didn't satisfy plugin {plugins[0]}"
-    return f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}] simultaneously"
+class _NoNominations:
+    def pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return []
+
+    def nodes(self) -> list[str]:
+        return []
+
+    def delete(self, key: str) -> None:
+        return None
 
 
-@dataclass(frozen=True, slots=True)
-class MergedPreFilterResult(PreFilterResult):
-    """The intersection of the PreFilter results of one cycle, with the plugins
-    that restricted it (upstream's ``pluginsWithNodes``, sorted): the nodes it
-    leaves out are theirs to explain in the diagnosis."""
-
-    plugins: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class FilterOutcome:
-    """The result of the Filter point over all candidate slots."""
-
-    feasible: BoolArray
-    # (plugin, its result, the slots it was first to reject): for the diagnosis.
-    rejected_by: tuple[tuple[str, FilterResult, BoolArray], ...]
-    status: Status = SUCCESS
-
-
-class FrameworkHandle:
-    """What plugins see of the scheduler (api.framework.Handle)."""
-
-    def __init__(
-        self,
-        client: SchedulerClient,
-        clock: Clock,
-        table: NodeTable,
-        scheduler_name: str,
-        waiting: WaitingPods,
-        groups: GroupDirectory | None = None,
-    ) -> None:
-        self._client, self._clock, self._table = client, clock, table
-        self._scheduler_name, self._waiting = scheduler_name, waiting
-        self._groups: GroupDirectory = groups if groups is not None else NoGroups()
-        # Wired by the scheduler once the framework and the queue exist.
-        self.framework: Framework | None = None
-        self.nominated: NominatedPods | None = None
-        self.pdbs: Mapping[str, PodDisruptionBudget] = {}
-
-    @property
-    def client(self) -> SchedulerClient:
-        return self._client
-
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    @property
-    def table(self) -> NodeTable:
-        return self._table
-
-    @property
-    def scheduler_name(self) -> str:
-        return self._scheduler_name
-
-    @property
-    def groups(self) -> GroupDirectory:
-        return self._groups
-
-    def get_waiting_pod(self, key: str) -> WaitingPod | None:
-        return self._waiting.get(key)
-
-    def run_filter_plugins_with_nominated_pods(self, pod: PodInfo, slot: int) -> Status:
-        if self.framework is None or self.nominated is None:
-            return Status.from_error(RuntimeError("the framework is not wired to a scheduler"))
-        return self.nominated.check_node(self.framework, pod, self._table, slot)
-
-    def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
-        return list(self.pdbs.values())
-
-    def iterate_waiting_pods(self) -> Sequence[WaitingPod]:
-        return self._waiting.all()
-
-
-class Framework(CommitRunners):
+class Framework:
     def __init__(
         self,
         profile: ResolvedProfile,
-        plugins: dict[str, object],
-        handle: FrameworkHandle,
+        registry: Registry,
+        *,
+        client: SchedulerClient,
+        clock: Clock,
+        table: NodeTable,
+        waiting: WaitingPods,
+        groups: GroupDirectory | None = None,
+        nominated: NominatedPods | None = None,
+        pdbs: Mapping[str, PodDisruptionBudget] | None = None,
         observer: Observer = no_observer,
     ) -> None:
         self.profile = profile
         self.name = profile.scheduler_name
-        self.handle = handle
-        self.plugins = plugins
         self.observe = observer
+        self._client, self._clock, self._table = client, clock, table
+        self._waiting = waiting
+        self._groups: GroupDirectory = groups if groups is not None else NoGroups()
+        self.nominated = nominated if nominated is not None else NominatedPods(_NoNominations(), ())
+        self._pdbs: Mapping[str, PodDisruptionBudget] = pdbs if pdbs is not None else {}
+        names: list[str] = []
+        for refs in profile.points.values():
+            names.extend(r.name for r in refs if r.name not in names)
+        # The framework is the handle every plugin is built with (upstream).
+        plugins = {name: registry[name].factory(profile.args.get(name), self) for name in names}
+        self.plugins = plugins
         points = profile.points
 
         def at(point: str, proto: type) -> list[tuple[str, object]]:
@@ -217,19 +169,39 @@ class Framework(CommitRunners):
             name: plugin for name, plugin, _ in self.score if isinstance(plugin, ScoreExtensions)
         }
 
-    @classmethod
-    def build(
-        cls,
-        profile: ResolvedProfile,
-        registry: Registry,
-        handle: FrameworkHandle,
-        observer: Observer = no_observer,
-    ) -> Framework:
-        names: list[str] = []
-        for refs in profile.points.values():
-            names.extend(r.name for r in refs if r.name not in names)
-        plugins = {name: registry[name].factory(profile.args.get(name), handle) for name in names}
-        return cls(profile, plugins, handle, observer)
+    # --- the handle plugins are built with (api.framework.Handle) --------------------
+
+    @property
+    def client(self) -> SchedulerClient:
+        return self._client
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def table(self) -> NodeTable:
+        return self._table
+
+    @property
+    def scheduler_name(self) -> str:
+        return self.name
+
+    @property
+    def groups(self) -> GroupDirectory:
+        return self._groups
+
+    def get_waiting_pod(self, key: str) -> WaitingPod | None:
+        return self._waiting.get(key)
+
+    def iterate_waiting_pods(self) -> Sequence[WaitingPod]:
+        return self._waiting.all()
+
+    def run_filter_plugins_with_nominated_pods(self, pod: PodInfo, slot: int) -> Status:
+        return self.nominated.check_node(self.pre_filter, self.filter, pod, self._table, slot)
+
+    def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
+        return list(self._pdbs.values())
 
     # --- queue side ---------------------------------------------------------------
 
@@ -241,19 +213,13 @@ class Framework(CommitRunners):
     def run_pre_enqueue(self, pod: Pod) -> Status:
         """SUCCESS, or the first plugin's gate. Timed per point only: there is no
         cycle state to sample per-plugin durations on."""
-        start = time.perf_counter()
-        status = SUCCESS
-        for name, plugin in self.pre_enqueue:
-            try:
-                st = plugin.pre_enqueue(pod)
-            except Exception as exc:
-                status = plugin_error(name, "preEnqueue", exc)
-                break
-            if not st.is_success:
-                status = plugin_failure(name, "preEnqueue", st)
-                break
-        self._timed("PreEnqueue", start, status)
-        return status
+        return runners.run(
+            self.observe,
+            runners.PRE_ENQUEUE,
+            self.pre_enqueue,
+            None,
+            lambda _, p: p.pre_enqueue(pod),
+        )
 
     # --- scheduling cycle ---------------------------------------------------------
 
@@ -286,26 +252,13 @@ class Framework(CommitRunners):
                 merged = result.node_names if merged is None else merged & result.node_names
                 if not merged:
                     # Every restricting plugin is to blame: returned with the result.
-                    status = Status.unresolvable(_no_common_node(sorted(restricting)))
+                    status = Status.unresolvable(no_common_node(sorted(restricting)))
                     break
-        self._timed("PreFilter", start, status)
+        self._point_timed("PreFilter", start, status)
         if merged is None or (merged and not status.is_success):
             # No restriction, or a plugin's own rejection (that plugin alone explains it).
             return None, status
         return MergedPreFilterResult(merged, tuple(sorted(restricting))), status
-
-    def diagnose_pre_filter(
-        self, status: Status, pre: MergedPreFilterResult | None, num_nodes: int
-    ) -> Diagnosis:
-        """Why no node was even filtered: the rejecting plugin, or every plugin whose
-        node sets did not intersect (``pre``); the message replaces the per-node
-        counts (upstream FitError.PreFilterMsg)."""
-        plugins = set(pre.plugins) if pre is not None else set()
-        if status.plugin:
-            plugins.add(status.plugin)
-        return Diagnosis(
-            num_nodes=num_nodes, unschedulable_plugins=plugins, pre_filter_message=status.message
-        )
 
     def run_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable, candidates: BoolArray
@@ -335,47 +288,12 @@ class Framework(CommitRunners):
                 feasible = feasible & result.feasible
                 if not feasible.any():
                     break
-        nominated = self.handle.nominated
-        if nominated is not None and status.is_success and feasible.any():
+        if status.is_success and feasible.any():
             # Room promised to nominated pods of equal or higher priority is taken.
-            feasible, extra = nominated.adjust(self, state, pod, table, feasible)
+            feasible, extra = self.nominated.adjust(self.filter, state, pod, table, feasible)
             rejected.extend(extra)
-        self._timed("Filter", start, status)
+        self._point_timed("Filter", start, status)
         return FilterOutcome(feasible, tuple(rejected), status)
-
-    def diagnose(
-        self,
-        outcome: FilterOutcome,
-        num_nodes: int,
-        left_out: BoolArray | None = None,
-        pre: MergedPreFilterResult | None = None,
-    ) -> Diagnosis:
-        """Count, per reason, the nodes each plugin was first to reject.
-
-        ``left_out``: the nodes the PreFilter result ``pre`` excluded. As upstream's
-        findNodesThatFitPod, they count as UnschedulableAndUnresolvable with
-        ``node(s) didn't satisfy plugin(s) [<plugins>]``, and the restricting plugins
-        join the rejectors (their queueing hints release the pod)."""
-        diagnosis = Diagnosis(num_nodes=num_nodes)
-        counts = diagnosis.reason_counts
-        unresolvable: BoolArray | None = None
-        if left_out is not None and pre is not None:
-            n = int(np.count_nonzero(left_out))
-            if n:
-                counts[pre_filter_excluded_reason(pre.plugins)] = n
-                unresolvable = left_out
-            diagnosis.unschedulable_plugins.update(pre.plugins)
-        for name, result, newly in outcome.rejected_by:
-            diagnosis.unschedulable_plugins.add(name)
-            for rejection in result.explain():
-                hit = rejection.nodes & newly
-                n = int(np.count_nonzero(hit))
-                if n:
-                    counts[rejection.reason] = counts.get(rejection.reason, 0) + n
-                    if rejection.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                        unresolvable = hit if unresolvable is None else unresolvable | hit
-        diagnosis.unresolvable = unresolvable
-        return diagnosis
 
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
@@ -398,7 +316,7 @@ class Framework(CommitRunners):
                 break
             if st.message:
                 diagnosis.post_filter_message = st.message
-        self._timed("PostFilter", start, status)
+        self._point_timed("PostFilter", start, status)
         return result, status
 
     def run_pre_score(
@@ -421,7 +339,7 @@ class Framework(CommitRunners):
             elif not st.is_success:
                 status = plugin_failure(name, "preScore", st)
                 break
-        self._timed("PreScore", start, status)
+        self._point_timed("PreScore", start, status)
         return status
 
     def run_score(
@@ -456,5 +374,100 @@ class Framework(CommitRunners):
             if sampled:
                 # Upstream times Score and NormalizeScore apart; here they are one step.
                 self._plugin_timed("Score", name, t, SUCCESS)
-        self._timed("Score", start, status)
+        self._point_timed("Score", start, status)
         return total, status
+
+    # --- Reserve to PostBind: the one runner shape (troupe.scheduler.framework.runners)
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return runners.run(
+            self.observe,
+            runners.RESERVE,
+            self.reserve,
+            state,
+            lambda _, p: p.reserve(state, pod, node_name),
+        )
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Every reserve plugin, in reverse order; failures cannot stop the others."""
+
+        def unreserve(_: str, plugin: ReservePlugin) -> Status:
+            plugin.unreserve(state, pod, node_name)
+            return SUCCESS
+
+        runners.run(
+            self.observe, runners.UNRESERVE, self.reserve[::-1], state, unreserve, pod=pod.key
+        )
+
+    def run_permit(
+        self, state: CycleState, pod: PodInfo, node_name: str, waiting: WaitingPods
+    ) -> Status:
+        """SUCCESS, a rejection, or WAIT (the pod was added to ``waiting``)."""
+        timeouts: dict[str, float] = {}
+
+        def permit(name: str, plugin: PermitPlugin) -> Status:
+            status, timeout = plugin.permit(state, pod, node_name)
+            if status.is_wait:
+                timeouts[name] = timeout
+            return status
+
+        status = runners.run(self.observe, runners.PERMIT, self.permit, state, permit)
+        if status.is_success and timeouts:
+            waiting.add(pod, timeouts)
+            return Status(Code.WAIT)
+        return status
+
+    def run_permit_disruption(self, state: CycleState, plan: DisruptionPlan) -> Status:
+        """SUCCESS when every plugin lets ``plan``'s victims be evicted (KEP-5710);
+        the first refusal otherwise."""
+        return runners.run(
+            self.observe,
+            runners.PERMIT_DISRUPTION,
+            self.permit_disruption,
+            state,
+            lambda _, p: p.permit_disruption(state, plan),
+        )
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return await runners.run_async(
+            self.observe,
+            runners.PRE_BIND,
+            self.pre_bind,
+            state,
+            lambda _, p: p.pre_bind(state, pod, node_name),
+        )
+
+    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return await runners.run_async(
+            self.observe,
+            runners.BIND,
+            self.bind,
+            state,
+            lambda _, p: p.bind(state, pod, node_name),
+        )
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Every PostBind plugin. The pod is bound already: PostBind is informational
+        (upstream), so a plugin that fails is logged and the others still run."""
+
+        def post_bind(_: str, plugin: PostBindPlugin) -> Status:
+            plugin.post_bind(state, pod, node_name)
+            return SUCCESS
+
+        runners.run(
+            self.observe,
+            runners.POST_BIND,
+            self.post_bind,
+            state,
+            post_bind,
+            pod=pod.key,
+            node=node_name,
+        )
+
+    # --- timing ----------------------------------------------------------------------
+
+    def _point_timed(self, point: str, start: float, status: Status) -> None:
+        self.observe(point, "", status.code.name, time.perf_counter() - start)
+
+    def _plugin_timed(self, point: str, plugin: str, start: float, status: Status) -> None:
+        self.observe(point, plugin, status.code.name, time.perf_counter() - start)

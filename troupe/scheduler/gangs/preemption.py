@@ -1,6 +1,7 @@
 """Delayed, workload-aware preemption for gangs (KEP-5710), the first version.
 
-``GroupCycle`` calls ``GangPreemption.attempt`` when a gang misses its quorum, after
+The group cycle (``troupe.scheduler.gangs.group_cycle``) calls
+``GangPreemption.attempt`` when a gang misses its quorum, after
 it has reverted that attempt's placements. In the same snapshot (the cycle does not
 yield), on the live NodeTable:
 
@@ -8,7 +9,7 @@ yield), on the live NodeTable:
    member of a gang-policy group (whole victim gangs are not chosen yet: such pods
    are never victims in this version).
 2. **Dry run**: every candidate is taken off the table and the gang is placed with
-   the ordinary member placement (``GroupCycle.place``), then reverted. Quorum missed:
+   the ordinary member placement (``GangPlacer.place_quorum``), then reverted. Quorum missed:
    the gang does not fit even so, and nothing is evicted.
 3. **Reprieve**: the candidates on nodes the gang did not use go back at once (if
    the gang still fits); then the others one at a time, those whose eviction would
@@ -25,22 +26,24 @@ gang does not preempt again (``waiting``). See docs/preemption.md, "Gangs".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
+from troupe.api.cycle import CycleState
 from troupe.api.framework import DisruptionPlan
 from troupe.api.gangs import GangPolicy, GroupKey, group_ref_of
+from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.plugins.defaultpreemption.victims import importance, split_by_pdb_violation
 from troupe.queue.entity import QueuedGroupInfo
+from troupe.scheduler.cache import Cache
+from troupe.scheduler.cycle.evictions import Preemptions
 from troupe.scheduler.cycle.failure import failure_message
 from troupe.scheduler.framework.runtime import Framework
-
-if TYPE_CHECKING:
-    from troupe.scheduler.loop.schedule_one import Scheduler
+from troupe.scheduler.gangs.directory import GangDirectory
 
 Result = Literal["preempted", "unschedulable", "rejected", "waiting"]
 
@@ -59,8 +62,21 @@ class PreemptionOutcome:
 
 
 class GangPreemption:
-    def __init__(self, scheduler: Scheduler, place: PlaceFn) -> None:
-        self.s = scheduler
+    def __init__(
+        self,
+        *,
+        preemptions: Preemptions,
+        cache: Cache,
+        groups: GangDirectory,
+        pdbs: Mapping[str, PodDisruptionBudget],
+        new_cycle_state: Callable[[], CycleState],
+        place: PlaceFn,
+    ) -> None:
+        self._preemptions = preemptions
+        self._cache = cache
+        self._groups = groups
+        self._pdbs = pdbs
+        self._new_cycle_state = new_cycle_state
         self._place = place
         # The victims (key, uid) of each gang's last preemption, until they are gone.
         self._victims: dict[GroupKey, list[tuple[str, str]]] = {}
@@ -72,12 +88,12 @@ class GangPreemption:
     def waiting(self, entity: QueuedGroupInfo) -> int:
         """How many victims of the gang's last preemption are still there (at least 1
         while its evictions are being sent); 0 when it may preempt again."""
-        if self.s.preemptions.in_flight_group(entity.ref):
+        if self._preemptions.in_flight_group(entity.ref):
             return max(1, len(self._victims.get(entity.ref.key, ())))
         pending = self._victims.get(entity.ref.key)
         if not pending:
             return 0
-        left = [(k, uid) for k, uid in pending if self.s.cache.uid_of(k) == uid]
+        left = [(k, uid) for k, uid in pending if self._cache.uid_of(k) == uid]
         if left:
             self._victims[entity.ref.key] = left
         else:
@@ -111,23 +127,21 @@ class GangPreemption:
             # It fits beside every candidate: eviction is not what it lacks.
             return None
         if plan is None:
-            self.s.preemptions.workload_attempt("unschedulable")
+            self._preemptions.workload_attempt("unschedulable")
             return PreemptionOutcome(
                 "unschedulable",
                 "preemption: the gang does not fit even with every lower-priority pod evicted",
             )
         # Run "permitDisruption" plugins: the whole gang fits with the plan.
-        status = fwk.run_permit_disruption(self.s.new_cycle_state(), plan)
+        status = fwk.run_permit_disruption(self._new_cycle_state(), plan)
         if not status.is_success:
-            self.s.preemptions.workload_attempt("rejected")
+            self._preemptions.workload_attempt("rejected")
             return PreemptionOutcome(
                 "rejected", f"preemption refused: {failure_message(status, None)}"
             )
-        self.s.preemptions.workload_attempt("preempted")
+        self._preemptions.workload_attempt("preempted")
         self._victims[entity.ref.key] = [(v.key, v.pod.metadata.uid) for v in plan.victims]
-        self.s.preemptions.actuate_group(
-            fwk.name, entity.ref, entity.priority, entity.members, plan
-        )
+        self._preemptions.actuate_group(fwk.name, entity.ref, entity.priority, entity.members, plan)
         return PreemptionOutcome(
             "preempted",
             f"preemption: {len(plan.victims)} lower-priority pod(s) are being evicted "
@@ -137,8 +151,7 @@ class GangPreemption:
 
     def _candidates(self, priority: int) -> list[tuple[PodInfo, str]]:
         """(pod, node) of every bound pod of lower priority that is no gang member."""
-        s = self.s
-        table = s.cache.table
+        table = self._cache.table
         out: list[tuple[PodInfo, str]] = []
         for slot in np.flatnonzero(table.present):
             node = table.names[int(slot)]
@@ -148,7 +161,7 @@ class GangPreemption:
                     continue
                 ref = group_ref_of(info.pod)
                 if ref is not None:
-                    victim_policy = s.groups.policy(ref)
+                    victim_policy = self._groups.policy(ref)
                     if victim_policy is None or victim_policy.gang:
                         continue
                 out.append((info, node))
@@ -163,7 +176,7 @@ class GangPreemption:
         already: int,
         candidates: list[tuple[PodInfo, str]],
     ) -> DisruptionPlan | None:
-        table = self.s.cache.table
+        table = self._cache.table
 
         def fits() -> dict[str, str] | None:
             return self._place(fwk, entity, policy, members, already)
@@ -192,7 +205,7 @@ class GangPreemption:
                     nominated = again
             # Reprieve the rest one at a time, budget-breaking and important ones first.
             ordered = sorted((info for info, _ in off.values()), key=importance)
-            violating, others = split_by_pdb_violation(ordered, list(self.s.pdbs.values()))
+            violating, others = split_by_pdb_violation(ordered, list(self._pdbs.values()))
             for info in [*violating, *others]:
                 _, node = off.pop(info.key)
                 table.add_pod(info, node)

@@ -1,7 +1,7 @@
 """What a user is told about a gang: its pods' conditions, events, ``PodGroupScheduled``.
 
-``GangReporter`` writes, through the scheduler's ``BackgroundWriter`` (the loop
-never waits for the API):
+``GangReporter`` writes, through the ``BackgroundWriter`` (the loop never waits
+for the API):
 
 - a ``PodScheduled=False`` condition on a member pod, with its reason
   (``Unschedulable``, ``CoschedulingNotMeetMinMember`` or ``SchedulerError``), and a
@@ -19,21 +19,21 @@ message names the group as ``gang <namespace>/<name>`` (``GroupRef.display``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from troupe.api.client import Event, ObjectRef
+from troupe.api.clock import Clock
 from troupe.api.gangapi import PodGroup, ScheduledOutcome
 from troupe.api.gangs import GangApi, GroupRef
 from troupe.api.objects import PodCondition
 from troupe.api.podinfo import PodInfo
+from troupe.scheduler.cycle.writer import BackgroundWriter
+from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.status import (
     conditions_patch,
     pod_group_scheduled_condition,
     status_path,
 )
-
-if TYPE_CHECKING:
-    from troupe.scheduler.loop.schedule_one import Scheduler
 
 REASON_NOT_MEET_MIN_MEMBER: Final = "CoschedulingNotMeetMinMember"
 REASON_UNSCHEDULABLE: Final = "Unschedulable"
@@ -49,10 +49,10 @@ def group_object_ref(ref: GroupRef) -> ObjectRef:
 
 
 class GangReporter:
-    def __init__(self, scheduler: Scheduler) -> None:
-        # The scheduler's writer, directory and clock are read at each call: the
-        # writer is built after the cycle objects that hold a reporter.
-        self.s = scheduler
+    def __init__(self, writer: BackgroundWriter, groups: GangDirectory, clock: Clock) -> None:
+        self._writer = writer
+        self._groups = groups
+        self._clock = clock
 
     def pod(
         self,
@@ -69,9 +69,9 @@ class GangReporter:
         condition = PodCondition(
             type="PodScheduled", status="False", reason=reason, message=message
         )
-        self.s.writer.pod_status(info.pod, condition, nominated_node_name)
+        self._writer.pod_status(info.pod, condition, nominated_node_name)
         if event:
-            self.s.writer.event(
+            self._writer.event(
                 Event(
                     ObjectRef.of_pod(info.pod), "Warning", "FailedScheduling", "Scheduling", message
                 )
@@ -79,7 +79,7 @@ class GangReporter:
 
     def group_event(self, ref: GroupRef, message: str) -> None:
         """A ``FailedScheduling`` event on the group object."""
-        self.s.writer.event(
+        self._writer.event(
             Event(group_object_ref(ref), "Warning", "FailedScheduling", "Scheduling", message)
         )
 
@@ -88,19 +88,19 @@ class GangReporter:
         conditions); never True -> False, and nothing written when nothing changes."""
         if ref.api is not GangApi.POD_GROUP:
             return
-        obj = self.s.groups.get(ref.api, ref.namespace, ref.name)
+        obj = self._groups.get(ref.api, ref.namespace, ref.name)
         if not isinstance(obj, PodGroup):
             return
         previous = list(obj.status.conditions)
         conditions = pod_group_scheduled_condition(
-            previous, outcome, message[:_CONDITION_MESSAGE_LIMIT], self.s.clock.wall()
+            previous, outcome, message[:_CONDITION_MESSAGE_LIMIT], self._clock.wall()
         )
         if conditions == previous:
             return
-        self.s.writer.merge_patch(
+        self._writer.merge_patch(
             status_path(ref.api, ref.namespace, ref.name), conditions_patch(conditions)
         )
         # Kept as written until the informer brings the server's copy: the next
         # outcome must see this one (a True condition is never turned False).
         status = obj.status.model_copy(update={"conditions": conditions})
-        self.s.groups.upsert(ref.api, obj.model_copy(update={"status": status}))
+        self._groups.upsert(ref.api, obj.model_copy(update={"status": status}))

@@ -1,6 +1,6 @@
 """Gangs that wait: why they are held back, and ``scheduleTimeoutSeconds``.
 
-``GangTimeouts.sweep`` runs from the scheduler's housekeeping loop (once a second)
+``GangTimeouts.sweep`` runs from the loop's housekeeping (once a second)
 and tells users about gangs that are not being scheduled:
 
 - **Held back by their gate** (the group's PreEnqueue, ``troupe.queue.group_index``):
@@ -28,17 +28,17 @@ and tells users about gangs that are not being scheduled:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import structlog
 
+from troupe.api.clock import Clock
 from troupe.api.gangs import GroupKey, GroupRef
 from troupe.queue import GANG_SCHEDULING, MIN_COUNT_MESSAGE, missing_group_message
 from troupe.queue.entity import QueuedGroupInfo
+from troupe.queue.scheduling_queue import SchedulingQueue
+from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.report import REASON_UNSCHEDULABLE, GangReporter
-
-if TYPE_CHECKING:
-    from troupe.scheduler.loop.schedule_one import Scheduler
 
 log = structlog.get_logger("troupe.gang")
 
@@ -68,17 +68,22 @@ class _Told:
 class GangTimeouts:
     def __init__(
         self,
-        scheduler: Scheduler,
-        default_timeout: float,
         *,
+        clock: Clock,
+        queue: SchedulingQueue,
+        groups: GangDirectory,
+        report: GangReporter,
+        default_timeout: float,
         gate_report_after: float = GATE_REPORT_AFTER,
         retell_interval: float = RETELL_INTERVAL,
     ) -> None:
-        self.s = scheduler
+        self.clock = clock
+        self.queue = queue
+        self.groups = groups
         self.default_timeout = default_timeout
         self.gate_report_after = gate_report_after
         self.retell_interval = retell_interval
-        self.report = GangReporter(scheduler)
+        self.report = report
         self._marked: dict[GroupKey, float] = {}
         self._told: dict[GroupKey, _Told] = {}
 
@@ -86,23 +91,22 @@ class GangTimeouts:
         """Report gated gangs, and mark every gang waiting past its timeout; returns
         the keys marked for their timeout."""
         self._report_gated()
-        s = self.s
-        now = s.clock.now()
+        now = self.clock.now()
         marked: list[GroupKey] = []
         waiting: set[GroupKey] = set()
         for queue in ("gated", "unschedulable", "backoff"):
-            for entity in s.queue.entities(queue):
+            for entity in self.queue.entities(queue):
                 if not isinstance(entity, QueuedGroupInfo):
                     continue
                 key = entity.ref.key
                 waiting.add(key)
-                policy = s.groups.policy(entity.ref)
+                policy = self.groups.policy(entity.ref)
                 timeout = (
                     policy.timeout_seconds
                     if policy is not None and policy.timeout_seconds
                     else self.default_timeout
                 )
-                since = self._marked.get(key) or s.queue.group_first_seen(key)
+                since = self._marked.get(key) or self.queue.group_first_seen(key)
                 if since is None or now - since < timeout:
                     continue
                 self._mark(entity, timeout)
@@ -116,9 +120,9 @@ class GangTimeouts:
     # --- gangs held back by their gate ------------------------------------------------
 
     def _report_gated(self) -> None:
-        now = self.s.clock.now()
+        now = self.clock.now()
         gated: set[GroupKey] = set()
-        for entity in self.s.queue.entities("gated"):
+        for entity in self.queue.entities("gated"):
             if not isinstance(entity, QueuedGroupInfo) or entity.gating_plugin != GANG_SCHEDULING:
                 continue
             why = self._held_back(entity)
@@ -150,15 +154,14 @@ class GangTimeouts:
     def _held_back(self, entity: QueuedGroupInfo) -> tuple[str, str] | None:
         """Why the gang's gate holds it: (kind, message), or None when it only waits
         for its own attempt in flight to end."""
-        s = self.s
         ref = entity.ref
-        policy = s.groups.policy(ref)
+        policy = self.groups.policy(ref)
         if policy is None:
             return "missing", f"gang {ref.display}: {_missing_reason(ref)}"
-        problem = s.groups.problem(ref)
+        problem = self.groups.problem(ref)
         if problem is not None:
             return "problem", str(problem)
-        have = s.groups.placed_count(ref.key) + len(entity.members)
+        have = self.groups.placed_count(ref.key) + len(entity.members)
         if policy.gang and have < policy.min_count:
             return "min_count", (
                 f"gang {ref.display}: {MIN_COUNT_MESSAGE} ({ref.min_count_field} is "
@@ -169,12 +172,11 @@ class GangTimeouts:
     # --- timeouts ------------------------------------------------------------------------
 
     def _mark(self, entity: QueuedGroupInfo, timeout: float) -> None:
-        s = self.s
         ref = entity.ref
-        placed = s.groups.placed_count(ref.key)
+        placed = self.groups.placed_count(ref.key)
         message = f"gang {ref.display}: not scheduled within its schedule timeout ({timeout:g}s); "
-        policy = s.groups.policy(ref)
-        problem = s.groups.problem(ref) if policy is not None else None
+        policy = self.groups.policy(ref)
+        problem = self.groups.problem(ref) if policy is not None else None
         if policy is None:
             message += _missing_reason(ref)
         elif problem is not None:

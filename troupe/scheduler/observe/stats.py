@@ -7,7 +7,7 @@ the figures. (Prometheus metrics observe the same calls.)
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -36,6 +36,9 @@ class AttemptStats:
         self.group_hooks: list[AttemptHook] = []
         # Bound pods (scheduler_pod_scheduling_sli_duration_seconds, _attempts).
         self.bound_hooks: list[BoundHook] = []
+        # Gang members of the running group cycles: (attempts, first active-queue
+        # entry) of their group, for the SLI once they are bound.
+        self._members: dict[str, tuple[int, float | None]] = {}
 
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         self.results[result] += 1
@@ -68,6 +71,23 @@ class AttemptStats:
         seconds = max(0.0, now - initial_attempt)
         for hook in self.bound_hooks:
             hook(attempts, seconds)
+
+    def track_members(
+        self, keys: Iterable[str], attempts: int, initial_attempt: float | None
+    ) -> None:
+        """A group cycle places these members: their SLI is their group's."""
+        for key in keys:
+            self._members[key] = (attempts, initial_attempt)
+
+    def forget_member(self, key: str) -> None:
+        """The member's placement was undone (or it was never placed)."""
+        self._members.pop(key, None)
+
+    def member_bound(self, key: str, now: float) -> None:
+        """A pod was bound: a tracked gang member reports its group's SLI."""
+        member = self._members.pop(key, None)
+        if member is not None:
+            self.bound(*member, now)
 
     def percentile_ms(self, q: float, which: str = "attempt") -> float:
         data = {

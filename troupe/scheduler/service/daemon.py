@@ -43,6 +43,7 @@ from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.status import PodGroupStatusController
 from troupe.scheduler.loop.schedule_one import Scheduler
 from troupe.scheduler.observe.metrics import SchedulerMetrics
+from troupe.scheduler.observe.stats import AttemptStats
 from troupe.scheduler.service.gc_tuning import freeze_long_lived, tune_gc
 from troupe.scheduler.service.handlers import ClusterEventHandlers
 
@@ -75,6 +76,7 @@ class SchedulerDaemon:
         clock: Clock | None = None,
         sync_timeout: float = 60.0,
         seed: int | None = None,
+        stats: AttemptStats | None = None,
     ) -> None:
         self.config = config
         self.connection = connection
@@ -82,6 +84,8 @@ class SchedulerDaemon:
         self.clock = clock or RealClock()
         self.sync_timeout = sync_timeout
         self.seed = seed
+        # In-process attempt statistics (benchmarks read them); the scheduler's own when None.
+        self.stats = stats
         self.tasks = TaskSupervisor("daemon")
         self.scheduler: Scheduler | None = None
         self.informers: SharedInformers | None = None
@@ -132,6 +136,7 @@ class SchedulerDaemon:
             seed=self.seed if self.seed is not None else int.from_bytes(os.urandom(4), "big"),
             groups=directory,
             metrics=self.metrics,
+            stats=self.stats,
         )
         informers: SharedInformers | None = None
         self.status_controller = PodGroupStatusController(

@@ -1,0 +1,195 @@
+"""Where a gang's members go: placed one after another on the live NodeTable.
+
+``GangPlacer.place`` is step 1 and 2 of the group cycle
+(``troupe.scheduler.gangs.group_cycle``):
+
+1. ``minResources`` (scheduler-plugins ``CheckClusterResource``): the cluster's free
+   capacity plus what the group's own bound and assumed members hold must cover it;
+2. members largest first, identical members one after another (``member_order``),
+   each with the per-pod algorithm (``troupe.scheduler.cycle.algorithm``), assumed
+   and reserved at once so the next member sees the capacity taken and the gang's
+   own pods for affinity and spread. A run of identical members whose plugins are
+   node-local is placed as a batch (``troupe.scheduler.cycle.batch_placer``,
+   KEP-5598); identical members fail identically, so a run stops at its first
+   failure.
+
+What it places stays placed (assumed and reserved) for the caller to admit or
+revert. ``place_quorum`` is the dry run of gang preemption
+(``troupe.scheduler.gangs.preemption``): where the members would go, reverted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from troupe.api.cycle import CycleState
+from troupe.api.framework import Diagnosis
+from troupe.api.gangs import GangPolicy, GroupRef
+from troupe.api.podinfo import PodInfo
+from troupe.api.status import Status
+from troupe.queue.entity import QueuedGroupInfo
+from troupe.scheduler.cycle.algorithm import PodAlgorithm
+from troupe.scheduler.cycle.batch_placer import BatchPlacer, runs
+from troupe.scheduler.cycle.results import CycleFailure, ScheduleResult
+from troupe.scheduler.framework.runtime import Framework
+from troupe.scheduler.gangs.directory import GangDirectory
+
+Failure = tuple[PodInfo, Status, Diagnosis | None]
+
+
+def member_order(members: list[PodInfo]) -> list[PodInfo]:
+    """Largest requests first; identical members adjacent (KEP-4671 signatures)."""
+    return sorted(
+        members,
+        key=lambda p: (
+            -p.requests.get("cpu", 0),
+            -p.requests.get("memory", 0),
+            tuple(sorted(p.requests.items())),
+            p.key,
+        ),
+    )
+
+
+@dataclass(slots=True)
+class Placement:
+    info: PodInfo
+    state: CycleState
+    result: ScheduleResult
+
+
+class GangPlacer:
+    def __init__(
+        self, algorithm: PodAlgorithm, groups: GangDirectory, *, batching: bool = True
+    ) -> None:
+        self.algorithm = algorithm
+        self.cache = algorithm.cache
+        self.groups = groups
+        # Place runs of identical members as a batch (troupe.scheduler.cycle.batch_placer).
+        self.batching = batching
+
+    def place(
+        self,
+        fwk: Framework,
+        ref: GroupRef,
+        policy: GangPolicy,
+        members: list[PodInfo],
+        already: int,
+    ) -> tuple[list[Placement], list[Failure], str]:
+        """Place what fits; returns (placements, failures, minResources shortfall)."""
+        shortfall = self.min_resources_shortfall(ref, policy, already)
+        placed: list[Placement] = []
+        failures: list[Failure] = []
+        if shortfall:
+            return placed, failures, shortfall
+        # Existing pods' anti-affinity may tell members apart by their labels.
+        with_labels = bool(self.cache.table.affinity_pods)
+        for run in runs(members, with_labels):
+            i = 0
+            batchable = self.batching
+            while i < len(run):
+                if batchable and len(run) - i >= 2:
+                    done, batchable = self._place_batch(fwk, run[i:], placed, failures)
+                    i += done
+                    if i >= len(run):
+                        break
+                info = run[i]
+                i += 1
+                state = self.algorithm.new_cycle_state()
+                result = self.algorithm.schedule_pod(fwk, state, info)
+                if isinstance(result, CycleFailure):
+                    # Identical members fail identically: no need to try the rest.
+                    for same in [info, *run[i:]]:
+                        failures.append((same, result.status, result.diagnosis))
+                    break
+                self._reserve(fwk, Placement(info, state, result), placed, failures)
+        return placed, failures, ""
+
+    def revert(self, fwk: Framework, placed: list[Placement]) -> None:
+        """Undo every placement, last first."""
+        for p in reversed(placed):
+            self.algorithm.revert(fwk, p.state, p.info, p.result.node)
+
+    def place_quorum(
+        self,
+        fwk: Framework,
+        entity: QueuedGroupInfo,
+        policy: GangPolicy,
+        members: list[PodInfo],
+        already: int,
+    ) -> dict[str, str] | None:
+        """Where the members would go as the table stands ({member key: node}), if
+        that reaches the quorum; None if not. Nothing stays placed (the preemption dry
+        run, ``troupe.scheduler.gangs.preemption``)."""
+        placed, _, shortfall = self.place(fwk, entity.ref, policy, members, already)
+        try:
+            if shortfall or already + len(placed) < policy.min_count:
+                return None
+            return {p.info.key: p.result.node for p in placed}
+        finally:
+            self.revert(fwk, placed)
+
+    def _place_batch(
+        self,
+        fwk: Framework,
+        run: list[PodInfo],
+        placed: list[Placement],
+        failures: list[Failure],
+    ) -> tuple[int, bool]:
+        """Place members of ``run`` as a batch while candidates last: (how many it
+        placed, whether batching applies to this run at all)."""
+        batch = BatchPlacer(self.algorithm, fwk)
+        if not batch.start(run[0]):
+            return 0, False
+        done = 0
+        for info in run:
+            got = batch.place(info)
+            if got is None:
+                break
+            result, state = got
+            done += 1
+            self._reserve(fwk, Placement(info, state, result), placed, failures, assumed=True)
+        return done, True
+
+    def _reserve(
+        self,
+        fwk: Framework,
+        p: Placement,
+        placed: list[Placement],
+        failures: list[Failure],
+        assumed: bool = False,
+    ) -> None:
+        if not assumed:
+            self.cache.assume(p.info, p.result.node)
+        # Run "reserve" plugins.
+        status = fwk.run_reserve(p.state, p.info, p.result.node)
+        if not status.is_success:
+            self.algorithm.revert(fwk, p.state, p.info, p.result.node)
+            failures.append((p.info, status, None))
+            return
+        placed.append(p)
+
+    def min_resources_shortfall(self, ref: GroupRef, policy: GangPolicy, already: int) -> str:
+        """scheduler-plugins ``CheckClusterResource``: the cluster's free capacity plus
+        what the group's own bound and assumed members hold must cover
+        ``minResources``. A group that already has its quorum is not checked again
+        (scheduler-plugins skips the check for a permitted group): its late members
+        are scheduled like the rest of a running gang."""
+        if not policy.min_resources or already >= policy.min_count:
+            return ""
+        table = self.cache.table
+        present = table.present
+        held: dict[str, int] = {}
+        for key in self.groups.placed_members(ref.key):
+            info = self.cache.info_of(key)
+            if info is not None:
+                for resource, amount in info.requests.items():
+                    held[resource] = held.get(resource, 0) + amount
+        missing = []
+        for resource, amount in sorted(policy.min_resources.items()):
+            row = table.resource_row(resource)
+            free = int(np.sum((table.allocatable[row] - table.requested[row])[present]))
+            if free + held.get(resource, 0) < amount:
+                missing.append(resource)
+        return ", ".join(f"Insufficient {r}" for r in missing)
