@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from troupe.api.config import DEFAULT_MULTIPOINT, load_config
 from troupe.api.framework import EnqueueExtensions, FilterPlugin, PreEnqueuePlugin
-from troupe.plugins import names
 from troupe.plugins.nodeaffinity import NodeAffinityArgs
 from troupe.plugins.noderesources import Fit, NodeResourcesFitArgs
 from troupe.plugins.nodeunschedulable import NodeUnschedulable
@@ -60,17 +59,17 @@ def test_the_catalog_resolves_the_upstream_default_profile() -> None:
     config = load_config(MINIMAL_CONFIG, catalog(default_registry()))
     profile = config.profiles[0]
     assert profile.names("filter") == (
-        names.NODE_UNSCHEDULABLE,
-        names.NODE_NAME,
-        names.TAINT_TOLERATION,
-        names.NODE_AFFINITY,
-        names.NODE_PORTS,
-        names.NODE_RESOURCES_FIT,
-        names.POD_TOPOLOGY_SPREAD,
-        names.INTER_POD_AFFINITY,
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
     )
-    assert profile.names("bind") == (names.DEFAULT_BINDER,)
-    assert isinstance(profile.args[names.NODE_RESOURCES_FIT], NodeResourcesFitArgs)
+    assert profile.names("bind") == ("DefaultBinder",)
+    assert isinstance(profile.args["NodeResourcesFit"], NodeResourcesFitArgs)
 
 
 def test_plugin_args_from_a_profile_are_validated_by_the_plugin_model() -> None:
