@@ -55,22 +55,31 @@ def _desc(name: str, points: set[str], args: type[BaseModel] | None = None) -> P
     return PluginDescriptor(name, args, frozenset(points))
 
 
+def _default(
+    name: str, points: set[str], args: type[BaseModel] | None = None, weight: int = 0
+) -> PluginDescriptor:
+    return PluginDescriptor(
+        name, args, frozenset(points), in_default_profile=True, default_weight=weight
+    )
+
+
 CATALOG = {
     d.name: d
     for d in (
-        _desc("SchedulingGates", {"preEnqueue"}),
-        _desc("PrioritySort", {"queueSort"}),
-        _desc("NodeUnschedulable", {"filter"}),
-        _desc("NodeName", {"filter"}),
-        _desc("TaintToleration", {"filter", "preScore", "score"}),
-        _desc("NodeAffinity", FILTER_SCORE),
-        _desc("NodePorts", {"preFilter", "filter"}),
-        _desc("NodeResourcesFit", FILTER_SCORE, FitArgs),
-        _desc("PodTopologySpread", FILTER_SCORE, SpreadArgs),
-        _desc("InterPodAffinity", FILTER_SCORE),
-        _desc("DefaultPreemption", {"postFilter"}),
-        _desc("NodeResourcesBalancedAllocation", {"preScore", "score"}),
-        _desc("DefaultBinder", {"bind"}),
+        # Upstream's default set, as troupe.plugins.registry marks it.
+        _default("SchedulingGates", {"preEnqueue"}),
+        _default("PrioritySort", {"queueSort"}),
+        _default("NodeUnschedulable", {"filter"}),
+        _default("NodeName", {"filter"}),
+        _default("TaintToleration", {"filter", "preScore", "score"}, weight=3),
+        _default("NodeAffinity", FILTER_SCORE, weight=2),
+        _default("NodePorts", {"preFilter", "filter"}),
+        _default("NodeResourcesFit", FILTER_SCORE, FitArgs, weight=1),
+        _default("PodTopologySpread", FILTER_SCORE, SpreadArgs, weight=2),
+        _default("InterPodAffinity", FILTER_SCORE, weight=2),
+        _default("DefaultPreemption", {"postFilter"}),
+        _default("NodeResourcesBalancedAllocation", {"preScore", "score"}, weight=1),
+        _default("DefaultBinder", {"bind"}),
         _desc(
             "GangPermit",
             {"preEnqueue", "postFilter", "reserve", "permit", "permitDisruption"},

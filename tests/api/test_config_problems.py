@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from troupe.api.config import (
     ConfigError,
+    PluginDescriptor,
     load_config,
 )
 
@@ -349,13 +350,45 @@ def test_a_bad_setting_does_not_hide_an_unrelated_cross_field_rule() -> None:
     ]
 
 
-def test_a_catalog_without_the_default_plugins_is_a_wiring_error() -> None:
+def test_a_default_set_naming_plugins_outside_the_catalog_is_a_wiring_error() -> None:
     small = {"PrioritySort": CATALOG["PrioritySort"]}
-    with pytest.raises(ValueError, match="default plugins missing from the catalog"):
-        load_config(config(), small)
+    with pytest.raises(ValueError, match=r"default plugins missing from the catalog: \['Nope'\]"):
+        load_config(config(), small, default_multipoint=[("PrioritySort", 0), ("Nope", 0)])
     resolved = load_config(
         config({"plugins": {"bind": {"enabled": [{"name": "DefaultBinder"}]}}}),
         {name: CATALOG[name] for name in ("PrioritySort", "DefaultBinder")},
         default_multipoint=[("PrioritySort", 0)],
     )
     assert resolved.profiles[0].enabled == ("PrioritySort", "DefaultBinder")
+
+
+SCORE = frozenset({"score"})
+
+
+@pytest.mark.parametrize(
+    ("descriptor", "message"),
+    [
+        pytest.param(
+            PluginDescriptor("Scorer", None, SCORE, in_default_profile=True, default_weight=-1),
+            "plugin 'Scorer' has a negative default weight",
+            id="a negative default weight",
+        ),
+        pytest.param(
+            PluginDescriptor("Scorer", None, SCORE, default_weight=2),
+            "plugin 'Scorer' has a default weight but is not a default plugin",
+            id="a default weight outside the default profile",
+        ),
+        pytest.param(
+            PluginDescriptor(
+                "Gate", None, frozenset({"preEnqueue"}), in_default_profile=True, default_weight=1
+            ),
+            "plugin 'Gate' has a default weight but does not score",
+            id="a default weight on a plugin that does not score",
+        ),
+    ],
+)
+def test_a_default_weight_that_cannot_apply_is_a_wiring_error(
+    descriptor: PluginDescriptor, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        load_config(config(), {**CATALOG, descriptor.name: descriptor})

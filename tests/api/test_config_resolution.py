@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.config import (
-    DEFAULT_MULTIPOINT,
     EXTENSION_POINTS,
     ConfigError,
+    PluginDescriptor,
     ResolvedConfig,
+    default_plugin_set,
+    load_config,
 )
 
 from tests.api.config_catalog import (
@@ -232,7 +234,7 @@ RESOLUTION_CASES: list[tuple[str, dict[str, Any], Check, object]] = [
         "enabled lists every plugin in use exactly once",
         config(),
         lambda c: sorted(c.profiles[0].enabled),
-        sorted(name for name, _ in DEFAULT_MULTIPOINT),
+        sorted(name for name, _ in default_plugin_set(CATALOG)),
     ),
 ]
 
@@ -243,6 +245,30 @@ RESOLUTION_CASES: list[tuple[str, dict[str, Any], Check, object]] = [
 )
 def test_profile_resolution(raw: dict[str, Any], check: Check, expected: object) -> None:
     assert check(load(raw)) == expected
+
+
+def test_the_default_set_is_the_catalogs_default_plugins_in_catalog_order() -> None:
+    # A default scorer placed after NodeResourcesFit scores right after it.
+    locality = PluginDescriptor(
+        "ImageLocality", None, frozenset({"score"}), in_default_profile=True, default_weight=4
+    )
+    others = [d for d in CATALOG.values() if d.name != "ImageLocality"]
+    at = [d.name for d in others].index("NodeResourcesFit") + 1
+    catalog = {d.name: d for d in [*others[:at], locality, *others[at:]]}
+    resolved = load_config(config(), catalog)
+    assert [(ref.name, ref.weight) for ref in resolved.profiles[0].points["score"]] == [
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("NodeResourcesFit", 1),
+        ("ImageLocality", 4),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+    ]
+
+
+def test_a_plugin_not_marked_default_stays_out_of_the_default_profile() -> None:
+    assert "ImageLocality" not in load(config()).profiles[0].enabled
 
 
 # --- plugin args ---------------------------------------------------------------------
@@ -294,7 +320,8 @@ def test_args_of_a_plugin_that_is_not_enabled_are_checked_but_not_kept() -> None
 
 # --- invariants of the merge ---------------------------------------------------------
 
-DEFAULT_NAMES = [name for name, _ in DEFAULT_MULTIPOINT]
+DEFAULT_WEIGHTS = dict(default_plugin_set(CATALOG))
+DEFAULT_NAMES = list(DEFAULT_WEIGHTS)
 
 
 @st.composite
@@ -345,4 +372,4 @@ def test_a_point_orders_overrides_then_multipoint_then_new_explicit_plugins(
         elif ref.name in dict(enabled):
             assert ref.weight == (dict(enabled)[ref.name] or 1)
         else:
-            assert ref.weight == dict(DEFAULT_MULTIPOINT)[ref.name]
+            assert ref.weight == DEFAULT_WEIGHTS[ref.name]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from troupe.api.config import DEFAULT_MULTIPOINT, load_config
-from troupe.api.framework import EnqueueExtensions, FilterPlugin, PreEnqueuePlugin
-from troupe.plugins import names
+from troupe.api.config import PluginRef, default_plugin_set, load_config
+from troupe.api.cycle import CycleState
+from troupe.api.framework import EnqueueExtensions, FilterPlugin, Handle, PreEnqueuePlugin
+from troupe.api.nodetable import IndexArray, IntArray, NodeTable
+from troupe.api.podinfo import PodInfo
 from troupe.plugins.nodeaffinity import NodeAffinityArgs
 from troupe.plugins.noderesources import Fit, NodeResourcesFitArgs
 from troupe.plugins.nodeunschedulable import NodeUnschedulable
@@ -22,11 +25,93 @@ from tests.plugins.fakes import FakeHandle
 
 MINIMAL_CONFIG = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
+# Upstream's default multiPoint set (apis/config/v1/default_plugins.go) less the volume
+# plugins and ImageLocality, in its order, with its score weights (0: none given).
+UPSTREAM_DEFAULT_MULTIPOINT = (
+    ("SchedulingGates", 0),
+    ("PrioritySort", 0),
+    ("NodeUnschedulable", 0),
+    ("NodeName", 0),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", 0),
+    ("NodeResourcesFit", 1),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DefaultPreemption", 0),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("DefaultBinder", 0),
+)
+
+
+class ImageLocality:
+    """An out-of-tree scorer, registered the way an embedder would."""
+
+    name = "ImageLocality"
+
+    def __init__(self, args: None, handle: Handle) -> None:
+        del args, handle
+
+    def score(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
+    ) -> IntArray:
+        return np.zeros(len(slots), dtype=np.int64)
+
 
 def test_the_default_registry_holds_every_default_plugin_and_coscheduling() -> None:
-    assert set(default_registry().names()) == {name for name, _ in DEFAULT_MULTIPOINT} | {
+    assert set(default_registry().names()) == {name for name, _ in UPSTREAM_DEFAULT_MULTIPOINT} | {
         "Coscheduling"
     }
+
+
+def test_the_default_profile_of_the_default_registry_is_upstreams() -> None:
+    cat = catalog(default_registry())
+    assert default_plugin_set(cat) == UPSTREAM_DEFAULT_MULTIPOINT
+    profile = load_config(MINIMAL_CONFIG, cat).profiles[0]
+    assert set(profile.enabled) == {name for name, _ in UPSTREAM_DEFAULT_MULTIPOINT}
+    assert profile.points["score"] == tuple(
+        PluginRef(name, weight) for name, weight in UPSTREAM_DEFAULT_MULTIPOINT if weight
+    )
+
+
+@pytest.mark.parametrize(
+    ("before", "expected_score"),
+    [
+        pytest.param(
+            None,
+            [*(n for n, w in UPSTREAM_DEFAULT_MULTIPOINT if w), "ImageLocality"],
+            id="registered last it scores last",
+        ),
+        pytest.param(
+            "NodeResourcesFit",
+            [
+                "TaintToleration",
+                "NodeAffinity",
+                "ImageLocality",
+                "NodeResourcesFit",
+                "PodTopologySpread",
+                "InterPodAffinity",
+                "NodeResourcesBalancedAllocation",
+            ],
+            id="registered before NodeResourcesFit it scores before it",
+        ),
+    ],
+)
+def test_an_out_of_tree_plugin_with_a_default_weight_joins_the_default_profile(
+    before: str | None, expected_score: list[str]
+) -> None:
+    locality = plugin_spec(ImageLocality, in_default_profile=True, default_weight=4)
+    if before is None:
+        registry = default_registry()
+        registry.register(locality)
+    else:
+        specs = list(default_registry())
+        at = [s.name for s in specs].index(before)
+        registry = Registry([*specs[:at], locality, *specs[at:]])
+    profile = load_config(MINIMAL_CONFIG, catalog(registry)).profiles[0]
+    assert profile.names("score") == tuple(expected_score)
+    assert PluginRef("ImageLocality", 4) in profile.points["score"]
+    assert "ImageLocality" in profile.enabled
 
 
 def test_every_default_plugin_builds_with_default_args_and_carries_its_name() -> None:
@@ -60,17 +145,17 @@ def test_the_catalog_resolves_the_upstream_default_profile() -> None:
     config = load_config(MINIMAL_CONFIG, catalog(default_registry()))
     profile = config.profiles[0]
     assert profile.names("filter") == (
-        names.NODE_UNSCHEDULABLE,
-        names.NODE_NAME,
-        names.TAINT_TOLERATION,
-        names.NODE_AFFINITY,
-        names.NODE_PORTS,
-        names.NODE_RESOURCES_FIT,
-        names.POD_TOPOLOGY_SPREAD,
-        names.INTER_POD_AFFINITY,
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
     )
-    assert profile.names("bind") == (names.DEFAULT_BINDER,)
-    assert isinstance(profile.args[names.NODE_RESOURCES_FIT], NodeResourcesFitArgs)
+    assert profile.names("bind") == ("DefaultBinder",)
+    assert isinstance(profile.args["NodeResourcesFit"], NodeResourcesFitArgs)
 
 
 def test_plugin_args_from_a_profile_are_validated_by_the_plugin_model() -> None:

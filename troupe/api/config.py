@@ -3,7 +3,9 @@
 ``troupe.cli`` calls ``load_config_file`` at start-up; ``troupe.scheduler`` builds one
 framework per ``ResolvedProfile`` from ``points`` and ``args``. Plugins live in a
 higher layer, so the caller passes the catalog of what exists (``PluginDescriptor``
-per plugin name) and this module never imports a plugin.
+per plugin name) and this module never imports a plugin. The catalog also says which
+plugins make up the default profile and with which score weights (upstream's
+``getDefaultPlugins``), in its own order: ``troupe.plugins.registry`` fills both in.
 
 Resolution follows upstream exactly: the custom ``multiPoint`` set is merged into
 the default one (``mergePluginSet`` in ``apis/config/v1/default_plugins.go``), then
@@ -46,7 +48,6 @@ from troupe.api.config_model import (
 )
 
 __all__ = [
-    "DEFAULT_MULTIPOINT",
     "EXTENSION_POINTS",
     "ClientConnectionConfiguration",
     "ConfigError",
@@ -55,6 +56,7 @@ __all__ = [
     "PluginRef",
     "ResolvedConfig",
     "ResolvedProfile",
+    "default_plugin_set",
     "load_config",
     "load_config_file",
 ]
@@ -67,24 +69,8 @@ class PluginDescriptor:
     name: str
     args_model: type[pydantic.BaseModel] | None  # None: the plugin takes no args
     extension_points: frozenset[str]  # camelCase config names, e.g. {"filter", "score"}
-
-
-DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
-    ("SchedulingGates", 0),
-    ("PrioritySort", 0),
-    ("NodeUnschedulable", 0),
-    ("NodeName", 0),
-    ("TaintToleration", 3),
-    ("NodeAffinity", 2),
-    ("NodePorts", 0),
-    ("NodeResourcesFit", 1),
-    ("PodTopologySpread", 2),
-    ("InterPodAffinity", 2),
-    ("DefaultPreemption", 0),
-    ("NodeResourcesBalancedAllocation", 1),
-    ("DefaultBinder", 0),
-)
-"""Upstream's default multiPoint set, in upstream order, with score weights (0: not a scorer)."""
+    in_default_profile: bool = False  # in the default multiPoint set
+    default_weight: int = 0  # its score weight there; 0: unset, which scores as 1
 
 
 @dataclass(frozen=True)
@@ -137,11 +123,21 @@ class ResolvedConfig:
 Catalog = Mapping[str, PluginDescriptor]
 
 
+def default_plugin_set(catalog: Catalog) -> tuple[tuple[str, int], ...]:
+    """The default multiPoint set, in catalog order: (name, score weight) of every
+    plugin the catalog puts in the default profile, the weight 0 when unset."""
+    return tuple(
+        (name, descriptor.default_weight)
+        for name, descriptor in catalog.items()
+        if descriptor.in_default_profile
+    )
+
+
 def load_config_file(
     path: str | os.PathLike[str],
     catalog: Catalog,
     *,
-    default_multipoint: Sequence[tuple[str, int]] = DEFAULT_MULTIPOINT,
+    default_multipoint: Sequence[tuple[str, int]] | None = None,
 ) -> ResolvedConfig:
     """Read and resolve the YAML (or JSON) configuration file at ``path``."""
     try:
@@ -156,14 +152,15 @@ def load_config(
     raw: Mapping[str, Any] | str,
     catalog: Catalog,
     *,
-    default_multipoint: Sequence[tuple[str, int]] = DEFAULT_MULTIPOINT,
+    default_multipoint: Sequence[tuple[str, int]] | None = None,
 ) -> ResolvedConfig:
     """Validate ``raw`` (a mapping, or YAML text) and resolve every profile.
 
     Raises ``ConfigError`` listing every problem. ``default_multipoint`` replaces the
-    upstream default set (embedders and tests with a smaller catalog).
+    default set the catalog gives (``default_plugin_set``).
     """
-    _check_catalog(catalog, default_multipoint)
+    defaults = default_plugin_set(catalog) if default_multipoint is None else default_multipoint
+    _check_catalog(catalog, defaults)
     if isinstance(raw, str):
         try:
             raw = yaml.safe_load(raw) or {}
@@ -182,7 +179,7 @@ def load_config(
             resolved.append(None)
             continue
         name = profile_scheduler_name(i, model, len(models), problems)
-        profile = _resolve_profile(i, model, name, top, catalog, default_multipoint, problems)
+        profile = _resolve_profile(i, model, name, top, catalog, defaults, problems)
         resolved.append(None if partial else profile)
     problems += _cross_profile_problems(resolved)
     if problems:
@@ -401,6 +398,12 @@ def _check_catalog(catalog: Catalog, defaults: Iterable[tuple[str, int]]) -> Non
         unknown = descriptor.extension_points - set(EXTENSION_POINTS)
         if unknown:
             raise ValueError(f"plugin {key!r} declares unknown extension points {sorted(unknown)}")
+        if descriptor.default_weight < 0:
+            raise ValueError(f"plugin {key!r} has a negative default weight")
+        if descriptor.default_weight and not descriptor.in_default_profile:
+            raise ValueError(f"plugin {key!r} has a default weight but is not a default plugin")
+        if descriptor.default_weight and "score" not in descriptor.extension_points:
+            raise ValueError(f"plugin {key!r} has a default weight but does not score")
     missing = [name for name, _ in defaults if name not in catalog]
     if missing:
         raise ValueError(f"default plugins missing from the catalog: {missing}")

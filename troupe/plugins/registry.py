@@ -5,6 +5,11 @@ out-of-tree ``PluginSpec`` an embedder registers) and hands ``catalog(registry)`
 ``troupe.api.config`` so a profile can be validated without the config layer
 importing plugins. Which extension points a plugin serves is read from the classes
 themselves, through the runtime-checkable Protocols of ``troupe.api.framework``.
+
+The registry is also where the default profile is decided: a spec says whether its
+plugin is in the default multiPoint set and with which score weight, and the set
+keeps the registry's order (upstream ``apis/config/v1/default_plugins.go``). A new
+plugin therefore costs its package, its entry here and its tests.
 """
 
 from __future__ import annotations
@@ -59,15 +64,25 @@ def extension_points_of(plugin_class: type) -> frozenset[str]:
 
 @dataclass(frozen=True, slots=True)
 class PluginSpec:
-    """How to build one plugin: ``factory(validated args or None, handle)``."""
+    """How to build one plugin: ``factory(validated args or None, handle)``, and
+    whether the default profile enables it at every point it implements, with which
+    score weight (0: unset, which scores as 1)."""
 
     name: str
     factory: PluginFactory
     args_model: type[BaseModel] | None
     plugin_class: type
+    in_default_profile: bool = False
+    default_weight: int = 0
 
 
-def plugin_spec(plugin_class: type, args_model: type[BaseModel] | None = None) -> PluginSpec:
+def plugin_spec(
+    plugin_class: type,
+    args_model: type[BaseModel] | None = None,
+    *,
+    in_default_profile: bool = False,
+    default_weight: int = 0,
+) -> PluginSpec:
     """A spec for a plugin class following the convention: a ``name`` class attribute
     and ``__init__(self, args: <args_model> | None, handle: Handle)``."""
     name = getattr(plugin_class, "name", None)
@@ -80,7 +95,7 @@ def plugin_spec(plugin_class: type, args_model: type[BaseModel] | None = None) -
             raise TypeError(f"plugin {name!r} takes {expected}, got {type(args).__name__}")
         return plugin_class(args, handle)
 
-    return PluginSpec(name, factory, args_model, plugin_class)
+    return PluginSpec(name, factory, args_model, plugin_class, in_default_profile, default_weight)
 
 
 class Registry:
@@ -120,10 +135,15 @@ class Registry:
 
 
 def catalog(registry: Registry) -> dict[str, PluginDescriptor]:
-    """What ``troupe.api.config`` needs to validate profiles against ``registry``."""
+    """What ``troupe.api.config`` needs to validate profiles against ``registry`` and to
+    build its default profile, in registry order."""
     return {
         spec.name: PluginDescriptor(
-            spec.name, spec.args_model, extension_points_of(spec.plugin_class)
+            spec.name,
+            spec.args_model,
+            extension_points_of(spec.plugin_class),
+            in_default_profile=spec.in_default_profile,
+            default_weight=spec.default_weight,
         )
         for spec in registry
     }
@@ -152,21 +172,28 @@ def default_registry() -> Registry:
     from troupe.plugins.schedulinggates import SchedulingGates
     from troupe.plugins.tainttoleration import TaintToleration
 
+    def default(
+        plugin_class: type, args_model: type[BaseModel] | None = None, weight: int = 0
+    ) -> PluginSpec:
+        return plugin_spec(plugin_class, args_model, in_default_profile=True, default_weight=weight)
+
     return Registry(
         [
-            plugin_spec(SchedulingGates),
-            plugin_spec(PrioritySort),
-            plugin_spec(NodeUnschedulable),
-            plugin_spec(NodeName),
-            plugin_spec(TaintToleration),
-            plugin_spec(NodeAffinity, NodeAffinityArgs),
-            plugin_spec(NodePorts),
-            plugin_spec(Fit, NodeResourcesFitArgs),
-            plugin_spec(PodTopologySpread, PodTopologySpreadArgs),
-            plugin_spec(InterPodAffinity, InterPodAffinityArgs),
-            plugin_spec(DefaultPreemption, DefaultPreemptionArgs),
-            plugin_spec(BalancedAllocation, NodeResourcesBalancedAllocationArgs),
-            plugin_spec(DefaultBinder),
+            # Upstream's default multiPoint set, in its order, with its score weights
+            # (less the volume plugins and ImageLocality, which troupe does not have).
+            default(SchedulingGates),
+            default(PrioritySort),
+            default(NodeUnschedulable),
+            default(NodeName),
+            default(TaintToleration, weight=3),
+            default(NodeAffinity, NodeAffinityArgs, weight=2),
+            default(NodePorts),
+            default(Fit, NodeResourcesFitArgs, weight=1),
+            default(PodTopologySpread, PodTopologySpreadArgs, weight=2),
+            default(InterPodAffinity, InterPodAffinityArgs, weight=2),
+            default(DefaultPreemption, DefaultPreemptionArgs),
+            default(BalancedAllocation, NodeResourcesBalancedAllocationArgs, weight=1),
+            default(DefaultBinder),
             # Not in the default profile: scheduler-plugins' algorithm, for profiles
             # moved over unchanged (docs/migrating-from-coscheduling.md).
             plugin_spec(Coscheduling, CoschedulingArgs),

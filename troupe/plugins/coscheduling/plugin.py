@@ -47,7 +47,6 @@ from troupe.api.nodetable import NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.api.resources import PODS
 from troupe.api.status import SUCCESS, Code, Status
-from troupe.plugins import names
 from troupe.plugins.coscheduling.args import CoschedulingArgs
 from troupe.plugins.coscheduling.capacity import format_gap, resource_gap
 from troupe.plugins.coscheduling.contract import PODS_TO_ACTIVATE, GroupMembers
@@ -85,7 +84,7 @@ def wait_seconds(policy: GangPolicy, permit_waiting_time_seconds: int) -> float:
 
 
 class Coscheduling:
-    name = names.COSCHEDULING
+    name = "Coscheduling"
 
     def __init__(self, args: CoschedulingArgs | None, handle: Handle) -> None:
         self._args = args if args is not None else CoschedulingArgs()

@@ -13,11 +13,10 @@ from troupe.api.cycle import CycleState
 from troupe.api.framework import Handle
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Status
-from troupe.plugins import names
 
 
 class DefaultBinder:
-    name = names.DEFAULT_BINDER
+    name = "DefaultBinder"
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args

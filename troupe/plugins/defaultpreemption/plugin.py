@@ -40,7 +40,6 @@ from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
-from troupe.plugins import names
 from troupe.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from troupe.plugins.defaultpreemption.candidates import dry_run, pick_one_node
 
@@ -76,7 +75,7 @@ def nodes_message(num_nodes: int, statuses: Sequence[Status], absent: int) -> st
 
 
 class DefaultPreemption:
-    name = names.DEFAULT_PREEMPTION
+    name = "DefaultPreemption"
 
     def __init__(self, args: DefaultPreemptionArgs | None, handle: Handle) -> None:
         self.args = args if args is not None else DefaultPreemptionArgs()

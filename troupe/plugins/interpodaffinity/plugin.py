@@ -32,7 +32,6 @@ from troupe.api.objects import Node, Pod
 from troupe.api.podcounts import CarriedCounts, CountsCache, PodMatcher
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SKIP, SUCCESS, Status
-from troupe.plugins import names
 from troupe.plugins.interpodaffinity.args import InterPodAffinityArgs
 from troupe.plugins.interpodaffinity.filtering import filter_affinity
 from troupe.plugins.interpodaffinity.scoring import normalize_affinity, score_affinity
@@ -61,7 +60,7 @@ _SCORE_KEY = StateKey[_ScoreState]("PreScoreInterPodAffinity")
 
 
 class InterPodAffinity:
-    name = names.INTER_POD_AFFINITY
+    name = "InterPodAffinity"
 
     def __init__(self, args: InterPodAffinityArgs | None, handle: Handle) -> None:
         self.args = args if args is not None else InterPodAffinityArgs()

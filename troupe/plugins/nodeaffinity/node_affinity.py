@@ -46,7 +46,6 @@ from troupe.api.selectors import (
     requirement_matches,
 )
 from troupe.api.status import SKIP, SUCCESS, Code, Status
-from troupe.plugins import names
 from troupe.plugins.nodeaffinity.args import NodeAffinityArgs
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
@@ -190,12 +189,12 @@ class _Feasible:
     enforced: BoolArray | None  # slots the addedAffinity allows, when there is one
 
 
-FILTER_KEY = StateKey[_Feasible]("PreFilter" + names.NODE_AFFINITY)
-SCORE_KEY = StateKey[IntArray]("PreScore" + names.NODE_AFFINITY)
+FILTER_KEY = StateKey[_Feasible]("PreFilterNodeAffinity")
+SCORE_KEY = StateKey[IntArray]("PreScoreNodeAffinity")
 
 
 class NodeAffinity:
-    name = names.NODE_AFFINITY
+    name = "NodeAffinity"
     # Filter and Score of a node depend only on that node and the pod, and not on
     # the pods placed on the node.
     node_local = True

@@ -19,13 +19,12 @@ from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Node, Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SKIP, SUCCESS, Code, Status
-from troupe.plugins import names
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
 class NodeName:
-    name = names.NODE_NAME
+    name = "NodeName"
     # Filter and Score of a node depend only on that node and the pod, and not on
     # the pods placed on the node.
     node_local = True

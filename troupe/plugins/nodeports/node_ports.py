@@ -26,12 +26,11 @@ from troupe.api.nodetable import BoolArray, IntArray, NodeTable
 from troupe.api.objects import Pod
 from troupe.api.podinfo import HostPort, PodInfo
 from troupe.api.status import SKIP, SUCCESS, Code, Status
-from troupe.plugins import names
 
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 ANY_ADDRESS = "0.0.0.0"
 
-FEASIBLE_KEY = StateKey[BoolArray]("PreFilter" + names.NODE_PORTS)
+FEASIBLE_KEY = StateKey[BoolArray]("PreFilterNodePorts")
 
 
 def conflicts(wanted: HostPort, used: Iterable[HostPort]) -> bool:
@@ -110,7 +109,7 @@ class _UsedPorts:
 
 
 class NodePorts:
-    name = names.NODE_PORTS
+    name = "NodePorts"
     # Filter and Score of a node depend only on that node and the pod.
     node_local = True
 

@@ -17,7 +17,6 @@ from troupe.api.framework import Handle
 from troupe.api.nodetable import IndexArray, IntArray, NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SKIP, SUCCESS, Status
-from troupe.plugins import names
 from troupe.plugins.noderesources import one_node
 from troupe.plugins.noderesources.args import NodeResourcesBalancedAllocationArgs
 from troupe.plugins.noderesources.resource_allocation import (
@@ -27,11 +26,11 @@ from troupe.plugins.noderesources.resource_allocation import (
     pod_demand,
 )
 
-SCORE_KEY = StateKey[PodDemand]("PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION)
+SCORE_KEY = StateKey[PodDemand]("PreScoreNodeResourcesBalancedAllocation")
 
 
 class BalancedAllocation:
-    name = names.NODE_RESOURCES_BALANCED_ALLOCATION
+    name = "NodeResourcesBalancedAllocation"
     # Filter and Score of a node depend only on that node and the pod.
     node_local = True
 

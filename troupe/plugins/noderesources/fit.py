@@ -33,7 +33,6 @@ from troupe.api.objects import Node, Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.resources import PODS, node_allocatable, pod_requests
 from troupe.api.status import SUCCESS, Status
-from troupe.plugins import names
 from troupe.plugins.noderesources import one_node
 from troupe.plugins.noderesources.args import MAX_CUSTOM_PRIORITY_SCORE, NodeResourcesFitArgs
 from troupe.plugins.noderesources.resource_allocation import (
@@ -79,12 +78,12 @@ class _Demand:
     requests: Mapping[str, int]
 
 
-FIT_KEY = StateKey[_Fit]("PreFilter" + names.NODE_RESOURCES_FIT)
-SCORE_KEY = StateKey[PodDemand]("PreScore" + names.NODE_RESOURCES_FIT)
+FIT_KEY = StateKey[_Fit]("PreFilterNodeResourcesFit")
+SCORE_KEY = StateKey[PodDemand]("PreScoreNodeResourcesFit")
 
 
 class Fit:
-    name = names.NODE_RESOURCES_FIT
+    name = "NodeResourcesFit"
     # Filter and Score of a node depend only on that node and the pod.
     node_local = True
 

@@ -24,7 +24,6 @@ from troupe.api.objects import Node, Pod, Taint, Toleration
 from troupe.api.podinfo import PodInfo
 from troupe.api.selectors import tolerates
 from troupe.api.status import SKIP, SUCCESS, Code, Status
-from troupe.plugins import names
 
 ERR_REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
@@ -40,7 +39,7 @@ def tolerates_cordon(tolerations: Sequence[Toleration]) -> bool:
 
 
 class NodeUnschedulable:
-    name = names.NODE_UNSCHEDULABLE
+    name = "NodeUnschedulable"
     # Filter and Score of a node depend only on that node and the pod, and not on
     # the pods placed on the node.
     node_local = True

@@ -29,7 +29,6 @@ from troupe.api.objects import Node, Pod
 from troupe.api.podcounts import CountsCache, PodMatcher
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SKIP, SUCCESS, Status
-from troupe.plugins import names
 from troupe.plugins.podtopologyspread.args import PodTopologySpreadArgs
 from troupe.plugins.podtopologyspread.constraints import Constraint, pod_constraints
 from troupe.plugins.podtopologyspread.filtering import filter_spread
@@ -66,7 +65,7 @@ _SCORE_KEY = StateKey[SpreadScores]("PreScorePodTopologySpread")
 
 
 class PodTopologySpread:
-    name = names.POD_TOPOLOGY_SPREAD
+    name = "PodTopologySpread"
 
     def __init__(self, args: PodTopologySpreadArgs | None, handle: Handle) -> None:
         self.args = args if args is not None else PodTopologySpreadArgs()

@@ -8,12 +8,11 @@ the last tie by key to make the order total.
 from __future__ import annotations
 
 from troupe.api.framework import Handle, Sortable
-from troupe.plugins import names
 from troupe.queue.sort import priority_sort_less
 
 
 class PrioritySort:
-    name = names.PRIORITY_SORT
+    name = "PrioritySort"
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

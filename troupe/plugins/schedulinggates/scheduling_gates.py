@@ -20,13 +20,12 @@ from troupe.api.events import (
 from troupe.api.framework import Handle
 from troupe.api.objects import Pod
 from troupe.api.status import SUCCESS, Status
-from troupe.plugins import names
 
 GATES_ELIMINATED = ClusterEvent(Resource.POD, Action.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
 
 
 class SchedulingGates:
-    name = names.SCHEDULING_GATES
+    name = "SchedulingGates"
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

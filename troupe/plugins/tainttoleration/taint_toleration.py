@@ -45,7 +45,6 @@ from troupe.api.podinfo import PodInfo
 from troupe.api.scoring import default_normalize_score
 from troupe.api.selectors import find_untolerated_taint, format_taint, tolerates
 from troupe.api.status import SKIP, SUCCESS, Code, Status
-from troupe.plugins import names
 
 FILTER_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -114,12 +113,12 @@ class _NodeCache:
         self.counts.clear()
 
 
-VERDICT_KEY = StateKey[_Verdict]("PreFilter" + names.TAINT_TOLERATION)
-COUNTS_KEY = StateKey[_Counts]("PreScore" + names.TAINT_TOLERATION)
+VERDICT_KEY = StateKey[_Verdict]("PreFilterTaintToleration")
+COUNTS_KEY = StateKey[_Counts]("PreScoreTaintToleration")
 
 
 class TaintToleration:
-    name = names.TAINT_TOLERATION
+    name = "TaintToleration"
     # Filter and Score of a node depend only on that node and the pod, and not on
     # the pods placed on the node.
     node_local = True

@@ -37,8 +37,11 @@ from troupe.api.gangs import GroupRef
 from troupe.api.objects import PodCondition
 from troupe.api.podinfo import PodInfo
 from troupe.api.tasks import TaskSupervisor
-from troupe.plugins import names
-from troupe.plugins.defaultpreemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
+from troupe.plugins.defaultpreemption import (
+    DISRUPTION_TARGET,
+    PREEMPTION_BY_SCHEDULER,
+    DefaultPreemption,
+)
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cycle.writer import BackgroundWriter
 from troupe.scheduler.framework.waiting_pods import WaitingPods
@@ -209,7 +212,7 @@ class Preemptions:
         """Evict one victim; False when an API call failed."""
         waiting = self._waiting.get(victim.key)
         if waiting is not None:
-            waiting.reject(names.DEFAULT_PREEMPTION, "preempted")
+            waiting.reject(DefaultPreemption.name, "preempted")
         elif victim.pod.metadata.deletion_timestamp is not None:
             # Graceful deletion already started: nothing to send.
             return True
