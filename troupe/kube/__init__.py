@@ -1,11 +1,15 @@
-"""troupe's one Kubernetes client module: the only code that imports kubernetes_asyncio.
+"""troupe's Kubernetes client layer: the only code that imports kubernetes_asyncio
+or aiohttp (an import contract holds the rest of troupe to it).
 
 - ``connect`` / ``check_reachable``: credentials and reachability (``connection``);
 - ``KubeClient``: the ``SchedulerClient`` writes — bind, status patch, events — plus
   delete, eviction and custom-object helpers (``client``, ``events``);
 - ``Informer`` / ``SharedInformers``: list + watch into stores and the scheduler's
   handlers (``informer``, ``shared``);
-- ``TokenBucket``, ``RetryPolicy``: the write limiter and retry bounds.
+- ``TokenBucket``, ``RetryPolicy``: the write limiter and retry bounds;
+- the HTTP/1.1 connection pool for hot requests (``http1``, ``http1_pools``);
+- leader election on a Lease (``leader``) and the scheduler's own HTTP endpoints,
+  ``/metrics`` and the probes (``health``).
 
 See docs/events.md for how events are aggregated.
 """

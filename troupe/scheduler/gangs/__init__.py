@@ -1,4 +1,11 @@
-"""Gang (pod group) state the scheduler keeps: the group directory and group status.
+"""Gangs: the pod-group cycle and the group state the scheduler keeps.
+
+The cycle (KEP-4671): ``group_cycle`` (one attempt, all or nothing), ``placement``
+(where the members go), ``admission`` (binding an admitted gang), ``preemption``
+(KEP-5710, evicting only if the whole gang then fits), ``timeouts`` (gangs that
+wait) and ``report`` (what the members and the group are told).
+
+The state, exported here:
 
 - ``GangDirectory`` (``directory``): each group's policy or problem, from the gang
   informers; placed members, from the scheduler; change notifications for the queue;
