@@ -182,3 +182,88 @@ async def test_an_error_is_wrapped_and_stamped_at_every_point(
     point_label = point[0].upper() + point[1:]
     assert (point_label, "", "ERROR") in observed
     await h.close()
+
+
+class Waits:
+    """Asks Permit to wait for it, and records what ran (with Unreserve and PostBind
+    failing when ``fail`` is set)."""
+
+    name = "Waits"
+
+    def __init__(self, ran: list[str], fail: bool = False) -> None:
+        self.ran, self.fail = ran, fail
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        return Status(Code.WAIT), 30.0
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return Status()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.ran.append(f"unreserve {self.name}")
+        if self.fail:
+            raise BOOM
+
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.ran.append(f"postBind {self.name}")
+        if self.fail:
+            raise BOOM
+
+
+class AlsoWaits(Waits):
+    name = "AlsoWaits"
+
+
+def _two_plugins(ran: list[str], fail: bool) -> tuple[Harness, list[tuple[str, str, str]]]:
+    registry = default_registry()
+    for cls in (Waits, AlsoWaits):
+        registry.register(
+            PluginSpec(cls.name, lambda a, h, cls=cls: cls(ran, fail), None, cls)  # type: ignore[misc]
+        )
+    plugins: dict[str, Any] = {
+        point: {
+            "enabled": [{"name": "Waits"}, {"name": "AlsoWaits"}],
+            "disabled": [{"name": "*"}],
+        }
+        for point in ("permit", "reserve", "postBind")
+    }
+    h = Harness({"profiles": [{"plugins": plugins}]}, registry=registry)
+    observed: list[tuple[str, str, str]] = []
+    fwk = h.scheduler.frameworks["troupe-scheduler"]
+    fwk.observe = lambda pt, pl, code, seconds: observed.append((pt, pl, code))
+    return h, observed
+
+
+async def test_a_permit_that_waits_is_timed_as_wait_and_the_pod_is_held() -> None:
+    h, observed = _two_plugins([], fail=False)
+    fwk = h.scheduler.frameworks["troupe-scheduler"]
+    info = make_pod().name("p").scheduler_name("troupe-scheduler").info()
+    status = fwk.run_permit(CycleState(), info, "n1", h.scheduler.waiting)
+    assert status.code is Code.WAIT
+    waiting = h.scheduler.waiting.get(info.key)
+    assert waiting is not None and waiting.pending_plugins == ["AlsoWaits", "Waits"]
+    assert ("Permit", "", "WAIT") in observed
+    waiting.reject("Waits", "done")
+    await h.close()
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["succeeding", "raising"])
+async def test_unreserve_runs_in_reverse_and_postbind_in_order_whatever_fails(
+    fail: bool,
+) -> None:
+    ran: list[str] = []
+    h, observed = _two_plugins(ran, fail)
+    fwk = h.scheduler.frameworks["troupe-scheduler"]
+    info = make_pod().name("p").scheduler_name("troupe-scheduler").info()
+    fwk.run_unreserve(CycleState(), info, "n1")
+    fwk.run_post_bind(CycleState(), info, "n1")
+    assert ran == [
+        "unreserve AlsoWaits",
+        "unreserve Waits",
+        "postBind Waits",
+        "postBind AlsoWaits",
+    ]
+    # A failure there cannot fail the point: the pod is past it.
+    assert ("Unreserve", "", "SUCCESS") in observed
+    assert ("PostBind", "", "SUCCESS") in observed
+    await h.close()

@@ -61,10 +61,14 @@ def run(
     plugins: Sequence[tuple[str, P]],
     state: CycleState | None,
     call: Callable[[str, P], Status],
+    *,
+    finish: Callable[[Status], Status] | None = None,
     **log_fields: Any,
 ) -> Status:
     """Run ``call(name, plugin)`` for each plugin as ``point`` says; ``state`` None:
-    no cycle to sample per-plugin durations on (PreEnqueue)."""
+    no cycle to sample per-plugin durations on (PreEnqueue). ``finish`` turns the
+    loop's result into the point's (Permit: SUCCESS with waiting plugins is WAIT),
+    before the point is timed with it."""
     start = time.perf_counter()
     status = point.initial()
     sampled = state is not None and state.get(RECORD_PLUGIN_METRICS)
@@ -84,6 +88,8 @@ def run(
         elif point.stops(st):
             status = plugin_failure(name, point.config, st)
             break
+    if finish is not None:
+        status = finish(status)
     observe(point.metric, "", status.code.name, time.perf_counter() - start)
     return status
 

@@ -411,11 +411,15 @@ class Framework:
                 timeouts[name] = timeout
             return status
 
-        status = runners.run(self.observe, runners.PERMIT, self.permit, state, permit)
-        if status.is_success and timeouts:
-            waiting.add(pod, timeouts)
-            return Status(Code.WAIT)
-        return status
+        def wait_if_asked(status: Status) -> Status:
+            if status.is_success and timeouts:
+                waiting.add(pod, timeouts)
+                return Status(Code.WAIT)
+            return status
+
+        return runners.run(
+            self.observe, runners.PERMIT, self.permit, state, permit, finish=wait_if_asked
+        )
 
     def run_permit_disruption(self, state: CycleState, plan: DisruptionPlan) -> Status:
         """SUCCESS when every plugin lets ``plan``'s victims be evicted (KEP-5710);
