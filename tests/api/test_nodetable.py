@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -85,11 +88,59 @@ def test_removing_a_node_returns_its_pods_and_resets_the_change_log() -> None:
     seq = table.change_seq
     info = PodInfo.of(make_pod().name("p").req(cpu="1").obj())
     table.add_pod(info, "n1")
-    assert table.changes_since(seq) == [(1, table.index["n1"], info)]
+    assert table.changes_since(seq) == [(1, table.index["n1"], info.record)]
     caught_up = table.change_seq
     assert table.remove_node("n1") == [info]
     assert table.changes_since(seq) is None
     assert table.changes_since(caught_up) is None  # even a reader with nothing pending
+
+
+def test_the_change_log_keeps_what_readers_need_and_no_removed_pod() -> None:
+    table = NodeTable()
+    table.add_node(make_node().name("n1").capacity(cpu="64", pods=1000).obj())
+    seq = table.change_seq
+    removed = []
+    for i in range(50):
+        pod = (
+            make_pod()
+            .name(f"p{i}")
+            .label("app", "web")
+            .host_port(8000 + i)
+            .pod_anti_affinity("zone", {"app": "web"})
+            .terminating()
+            .obj()
+        )
+        info = PodInfo.of(pod)
+        table.add_pod(info, "n1")
+        table.remove_pod(info, "n1")
+        removed.append(weakref.ref(pod))
+    del pod, info
+    gc.collect()
+    assert sum(1 for ref in removed if ref() is not None) == 0
+    changes = table.changes_since(seq)
+    assert changes is not None and [sign for sign, _, _ in changes] == [1, -1] * 50
+    _, slot, record = changes[-1]
+    assert changes[-2][2] is record  # an add and its remove share one record
+    assert (slot, record.namespace, record.labels, record.terminating) == (
+        table.index["n1"],
+        "default",
+        {"app": "web"},
+        True,
+    )
+    assert record.host_ports == (("TCP", "0.0.0.0", 8049),)
+    assert record.affinity is not None
+    assert [t.topology_key for t in record.affinity.required_anti_affinity] == ["zone"]
+
+
+def test_removing_with_another_podinfo_takes_back_what_was_accounted() -> None:
+    table = NodeTable()
+    table.add_node(make_node().name("n1").capacity(cpu="4").obj())
+    placed = PodInfo.of(make_pod().name("p").req(cpu="1").label("app", "a").obj())
+    table.add_pod(placed, "n1")
+    seq = table.change_seq
+    assert table.remove_pod(PodInfo.of(make_pod().name("p").req(cpu="3").obj()), "n1")
+    assert table.requested[0, table.index["n1"]] == 0
+    assert table.changes_since(seq) == [(-1, table.index["n1"], placed.record)]
 
 
 @settings(max_examples=100, deadline=None)

@@ -223,7 +223,7 @@ def brute_carried(table: NodeTable) -> dict[Carried, list[int]]:
     out: dict[Carried, list[int]] = {}
     for slot, pods in enumerate(table.pods):
         for info in pods.values():
-            for key in carried_terms(info):
+            for key in carried_terms(info.record):
                 out.setdefault(key, [0] * table.capacity)[slot] += 1
     return out
 

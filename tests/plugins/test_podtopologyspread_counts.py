@@ -40,7 +40,8 @@ Op = tuple[str, int, int, int, bool]
 
 def brute_counts(table: NodeTable, matcher: PodMatcher) -> list[int]:
     return [
-        sum(1 for p in table.pods[s].values() if matcher.matches(p)) for s in range(table.capacity)
+        sum(1 for p in table.pods[s].values() if matcher.matches(p.record))
+        for s in range(table.capacity)
     ]
 
 

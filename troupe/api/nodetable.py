@@ -23,12 +23,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from troupe.api.objects import Node, NodeSelector, NodeSelectorTerm, PodKey, Taint
-from troupe.api.podinfo import HostPort, PodInfo
+from troupe.api.podinfo import HostPort, PodInfo, PodRecord
 from troupe.api.resources import CPU, MEMORY, PODS, node_allocatable
 from troupe.api.selectors import node_selector_term_is_valid, requirement_matches
 
-PodChange = tuple[int, int, PodInfo]
-"""(+1 added / -1 removed, slot, pod)."""
+PodChange = tuple[int, int, PodRecord]
+"""(+1 added / -1 removed, slot, what the log keeps of the pod).
+
+A record, not the PodInfo: the log outlives the pods it names (up to
+``_MAX_CHANGES`` entries), and a PodInfo would keep each deleted Pod alive with it."""
 
 _MAX_CHANGES = 1 << 16
 
@@ -87,7 +90,7 @@ class NodeTable:
         self.affinity_pods: dict[PodKey, int] = {}
         self.generation = 0
         self.node_generation = 0
-        # Append-only log of pod accounting changes (+1/-1, slot, pod) with absolute
+        # Append-only log of pod accounting changes (+1/-1, slot, record) with absolute
         # sequence numbers, so plugins keep incremental per-selector counts
         # (``changes_since``) instead of rescanning every pod in every cycle.
         self._changes: list[PodChange] = []
@@ -314,7 +317,7 @@ class NodeTable:
             return False
         self.pods[slot][info.key] = info
         self._account(info, slot, 1)
-        self._log(1, slot, info)
+        self._log(1, slot, info.record)
         if info.host_ports:
             self.ports[slot].update(info.host_ports)
         if info.has_affinity:
@@ -322,15 +325,21 @@ class NodeTable:
         return True
 
     def remove_pod(self, info: PodInfo, node_name: str) -> bool:
+        """Stop accounting the pod with ``info``'s key on ``node_name``; False when it
+        was not there. What was accounted (the stored PodInfo) is taken back, so
+        the requests and the log stay symmetric whichever PodInfo the caller has."""
         slot = self.index.get(node_name)
-        if slot is None or self.pods[slot].pop(info.key, None) is None:
+        if slot is None:
             return False
-        self._account(info, slot, -1)
-        self._log(-1, slot, info)
-        if info.host_ports:
-            self.ports[slot].subtract(info.host_ports)
+        stored = self.pods[slot].pop(info.key, None)
+        if stored is None:
+            return False
+        self._account(stored, slot, -1)
+        self._log(-1, slot, stored.record)
+        if stored.host_ports:
+            self.ports[slot].subtract(stored.host_ports)
             self.ports[slot] = +self.ports[slot]
-        self.affinity_pods.pop(info.key, None)
+        self.affinity_pods.pop(stored.key, None)
         return True
 
     def _account(self, info: PodInfo, slot: int, sign: int) -> None:
@@ -354,8 +363,8 @@ class NodeTable:
             return None
         return self._changes[seq - self._changes_base :]
 
-    def _log(self, sign: int, slot: int, info: PodInfo) -> None:
-        self._changes.append((sign, slot, info))
+    def _log(self, sign: int, slot: int, record: PodRecord) -> None:
+        self._changes.append((sign, slot, record))
         if len(self._changes) > _MAX_CHANGES:
             drop = len(self._changes) // 2
             del self._changes[:drop]

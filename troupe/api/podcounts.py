@@ -9,7 +9,8 @@ cycle) and rebuilt from ``NodeTable.pods`` only when the log cannot answer (trim
 node removed, another table).
 
 - ``PodClause`` / ``PodMatcher``: a hashable "which pods count" (namespaces, label
-  selector, all clauses ANDed, terminating pods optionally left out).
+  selector, all clauses ANDed, terminating pods optionally left out), asked of a
+  pod's ``PodRecord``, the part of a pod the change log keeps.
 - ``SelectorCounts`` / ``CountsCache``: the per-slot column of one matcher, and a
   bounded LRU of them that a plugin instance owns.
 - ``CarriedCounts``: the reverse question, "how many pods on each node *carry* key K"
@@ -33,7 +34,7 @@ from numpy.typing import NDArray
 
 from troupe.api.nodetable import BoolArray, IntArray, NodeTable, PodChange
 from troupe.api.objects import LabelSelector
-from troupe.api.podinfo import PodInfo
+from troupe.api.podinfo import PodRecord
 from troupe.api.selectors import requirement_matches, validate_label_selector
 
 SelectorKey = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str, tuple[str, ...]], ...]]
@@ -88,9 +89,6 @@ class PodClause:
                 return False
         return True
 
-    def matches_pod(self, info: PodInfo) -> bool:
-        return self.matches(info.pod.metadata.namespace, info.pod.metadata.labels)
-
 
 @dataclass(frozen=True, slots=True)
 class PodMatcher:
@@ -100,11 +98,10 @@ class PodMatcher:
     clauses: tuple[PodClause, ...]
     skip_terminating: bool = False
 
-    def matches(self, info: PodInfo) -> bool:
-        meta = info.pod.metadata
-        if self.skip_terminating and meta.deletion_timestamp is not None:
+    def matches(self, pod: PodRecord) -> bool:
+        if self.skip_terminating and pod.terminating:
             return False
-        namespace, labels = meta.namespace, meta.labels
+        namespace, labels = pod.namespace, pod.labels
         # An explicit loop: this runs per pod per recount, all() costs a generator.
         for clause in self.clauses:  # noqa: SIM110
             if not clause.matches(namespace, labels):
@@ -201,8 +198,8 @@ class SelectorCounts:
         else:
             counts = _fit(self._counts, table.capacity)
             matches = self.matcher.matches
-            for sign, slot, info in changes:
-                if matches(info):
+            for sign, slot, record in changes:
+                if matches(record):
                     counts[slot] += sign
             self._counts = counts
         self._cursor.mark(table)
@@ -213,7 +210,7 @@ class SelectorCounts:
         matches = self.matcher.matches
         for slot, pods in enumerate(table.pods):
             if pods:
-                counts[slot] = sum(1 for info in pods.values() if matches(info))
+                counts[slot] = sum(1 for info in pods.values() if matches(info.record))
         self._counts = counts
 
 
@@ -245,9 +242,10 @@ class CountsCache:
 
 
 class CarriedCounts(Generic[K]):
-    """For each key K that ``extract(pod)`` yields for some placed pod, how many pods on
-    each slot carry it. Only pods in ``NodeTable.affinity_pods`` (pods with any
-    affinity term) are looked at, so ``extract`` must yield nothing for other pods.
+    """For each key K that ``extract(record)`` yields for some placed pod's
+    ``PodRecord``, how many pods on each slot carry it. Only pods with an affinity
+    term (``NodeTable.affinity_pods``, records with ``affinity``) are looked at, so
+    ``extract`` must yield nothing for other pods.
 
     A key disappears once no pod carries it, so the mapping stays as small as the set
     of distinct terms in the cluster (a 1,000-pod gang with one anti-affinity term
@@ -255,7 +253,7 @@ class CarriedCounts(Generic[K]):
 
     __slots__ = ("_capacity", "_counts", "_cursor", "_extract", "_totals")
 
-    def __init__(self, extract: Callable[[PodInfo], Sequence[K]]) -> None:
+    def __init__(self, extract: Callable[[PodRecord], Sequence[K]]) -> None:
         self._extract = extract
         self._capacity = 0
         self._counts: dict[K, IntArray] = {}
@@ -270,9 +268,9 @@ class CarriedCounts(Generic[K]):
         else:
             if self._capacity < table.capacity:
                 self._counts = {k: _fit(v, table.capacity) for k, v in self._counts.items()}
-            for sign, slot, info in changes:
-                if info.has_affinity:
-                    for key in self._extract(info):
+            for sign, slot, record in changes:
+                if record.affinity is not None:
+                    for key in self._extract(record):
                         self._add(key, slot, sign, table.capacity)
         self._capacity = table.capacity
         self._cursor.mark(table)
@@ -297,7 +295,7 @@ class CarriedCounts(Generic[K]):
         for pod_key, slot in table.affinity_pods.items():
             info = table.pods[slot].get(pod_key)
             if info is not None:
-                for key in self._extract(info):
+                for key in self._extract(info.record):
                     self._add(key, slot, 1, table.capacity)
 
 

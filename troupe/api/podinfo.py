@@ -1,12 +1,20 @@
-"""PodInfo: a pod with what scheduling needs computed once.
+"""PodInfo: a pod with what scheduling needs computed once; PodRecord: what outlives it.
 
 Built when a pod enters the cache or the queue, never per cycle: requests as integers,
-non-zero requests for scoring, host ports, priority, and the affinity terms
-(upstream ``framework.PodInfo``). Plugins read it; only the cache and queue create it.
+non-zero requests for scoring, priority (upstream ``framework.PodInfo``), and the
+pod's ``PodRecord``. Plugins read it; only the cache and queue create it.
+
+``PodRecord`` is what the NodeTable's change log keeps of a pod (``NodeTable.
+changes_since``): the namespace, labels, whether it is terminating, host ports and
+pod (anti-)affinity terms, which is all its readers (``troupe.api.podcounts``,
+NodePorts, InterPodAffinity) look at. It holds no reference to the Pod or its
+PodInfo, so a deleted pod is freed while the log still remembers it: memory is
+bounded by the live pods, not by the 65,536 changes the log may keep.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from troupe.api.objects import Pod, PodAffinityTerm, PodKey, WeightedPodAffinityTerm
@@ -25,29 +33,87 @@ def _host_ports(pod: Pod) -> tuple[HostPort, ...]:
     return tuple(ports)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class AffinityTerms:
+    """A pod's pod affinity and anti-affinity terms (at least one of them)."""
+
+    required_affinity: tuple[PodAffinityTerm, ...]
+    required_anti_affinity: tuple[PodAffinityTerm, ...]
+    preferred_affinity: tuple[WeightedPodAffinityTerm, ...]
+    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...]
+    # What a plugin compiles from the terms, by plugin name, so a pod's terms are
+    # compiled once however often the change log is read (the terms never change).
+    compiled: dict[str, object] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, pod: Pod) -> AffinityTerms | None:
+        aff = pod.spec.affinity
+        pa = aff.pod_affinity if aff else None
+        paa = aff.pod_anti_affinity if aff else None
+        if pa is None and paa is None:
+            return None
+        terms = cls(
+            tuple(pa.required_during_scheduling_ignored_during_execution) if pa else (),
+            tuple(paa.required_during_scheduling_ignored_during_execution) if paa else (),
+            tuple(pa.preferred_during_scheduling_ignored_during_execution) if pa else (),
+            tuple(paa.preferred_during_scheduling_ignored_during_execution) if paa else (),
+        )
+        if not (
+            terms.required_affinity
+            or terms.required_anti_affinity
+            or terms.preferred_affinity
+            or terms.preferred_anti_affinity
+        ):
+            return None
+        return terms
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PodRecord:
+    """What the NodeTable's change log keeps of a pod; see the module docstring.
+
+    ``labels`` is the pod's own labels mapping, shared and never modified."""
+
+    namespace: str
+    labels: Mapping[str, str]
+    terminating: bool
+    host_ports: tuple[HostPort, ...]
+    affinity: AffinityTerms | None  # None: no pod (anti-)affinity term
+
+    @classmethod
+    def of(cls, pod: Pod) -> PodRecord:
+        meta = pod.metadata
+        return cls(
+            namespace=meta.namespace,
+            labels=meta.labels,
+            terminating=meta.deletion_timestamp is not None,
+            host_ports=_host_ports(pod),
+            affinity=AffinityTerms.of(pod),
+        )
+
+
 @dataclass(slots=True, eq=False)
 class PodInfo:
+    """A pod and what scheduling derives from it once.
+
+    ``pod`` may be swapped for a newer version of the same pod (a status change, the
+    binding confirmed) only when nothing ``record`` or the requests derive from
+    changed; otherwise the cache builds a new PodInfo."""
+
     pod: Pod
     key: PodKey
     requests: dict[str, int]
     nonzero_cpu: int
     nonzero_memory: int
     priority: int
-    host_ports: tuple[HostPort, ...]
-    required_affinity: tuple[PodAffinityTerm, ...] = ()
-    required_anti_affinity: tuple[PodAffinityTerm, ...] = ()
-    preferred_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
-    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    record: PodRecord
     # Free-form per-pod cache for plugins that precompute from the pod spec
-    # (keyed by plugin name); the pod object never changes under a PodInfo.
+    # (keyed by plugin name); the spec never changes under a PodInfo.
     extra: dict[str, object] = field(default_factory=dict)
 
     @classmethod
     def of(cls, pod: Pod) -> PodInfo:
         cpu, memory = pod_nonzero_requests(pod)
-        aff = pod.spec.affinity
-        pa = aff.pod_affinity if aff else None
-        paa = aff.pod_anti_affinity if aff else None
         return cls(
             pod=pod,
             key=pod.key,
@@ -55,19 +121,7 @@ class PodInfo:
             nonzero_cpu=cpu,
             nonzero_memory=memory,
             priority=pod.spec.priority or 0,
-            host_ports=_host_ports(pod),
-            required_affinity=tuple(pa.required_during_scheduling_ignored_during_execution)
-            if pa
-            else (),
-            required_anti_affinity=tuple(paa.required_during_scheduling_ignored_during_execution)
-            if paa
-            else (),
-            preferred_affinity=tuple(pa.preferred_during_scheduling_ignored_during_execution)
-            if pa
-            else (),
-            preferred_anti_affinity=tuple(paa.preferred_during_scheduling_ignored_during_execution)
-            if paa
-            else (),
+            record=PodRecord.of(pod),
         )
 
     @property
@@ -79,10 +133,9 @@ class PodInfo:
         return self.pod.metadata.labels
 
     @property
+    def host_ports(self) -> tuple[HostPort, ...]:
+        return self.record.host_ports
+
+    @property
     def has_affinity(self) -> bool:
-        return bool(
-            self.required_affinity
-            or self.required_anti_affinity
-            or self.preferred_affinity
-            or self.preferred_anti_affinity
-        )
+        return self.record.affinity is not None

@@ -30,7 +30,7 @@ from troupe.api.framework import FilterResult, Handle, PreFilterResult, score_ar
 from troupe.api.nodetable import IndexArray, IntArray, NodeTable
 from troupe.api.objects import Node, Pod
 from troupe.api.podcounts import CarriedCounts, CountsCache, PodMatcher
-from troupe.api.podinfo import PodInfo
+from troupe.api.podinfo import PodInfo, PodRecord
 from troupe.api.status import SKIP, SUCCESS, Status
 from troupe.plugins.interpodaffinity.args import InterPodAffinityArgs
 from troupe.plugins.interpodaffinity.filtering import filter_affinity
@@ -76,7 +76,7 @@ class InterPodAffinity:
     def pre_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable
     ) -> tuple[PreFilterResult | None, Status]:
-        terms = pod_terms(pod)
+        terms = pod_terms(pod.record)
         existing = self._existing_anti(pod, table) if table.affinity_pods else ()
         if not existing and not terms.required_affinity and not terms.required_anti_affinity:
             return None, SKIP
@@ -105,7 +105,7 @@ class InterPodAffinity:
     def pre_score(
         self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
     ) -> Status:
-        terms = pod_terms(pod)
+        terms = pod_terms(pod.record)
         has_preferred = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
         if not has_preferred and (
             self.args.ignore_preferred_terms_of_existing_pods or not table.affinity_pods
@@ -160,7 +160,7 @@ class _CountsOf:
 
 
 def _terms_of(pod: Pod) -> PodTerms:
-    return pod_terms(PodInfo.of(pod))
+    return pod_terms(PodRecord.of(pod))
 
 
 def after_pod_change(pod: Pod, old: object | None, new: object | None) -> QueueingHint:

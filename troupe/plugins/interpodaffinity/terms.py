@@ -1,9 +1,10 @@
 """Pod (anti-)affinity terms compiled once per pod: namespaces, selector, topology key.
 
 Called by the plugin (``plugin.py``) for the incoming pod and, through the
-``CarriedCounts`` extractor ``carried_terms``, for every placed pod with affinity.
-The compiled form is cached in ``PodInfo.extra`` (the pod never changes under a
-PodInfo), so each pod's terms are parsed once.
+``CarriedCounts`` extractor ``carried_terms``, for every placed pod with affinity,
+always on the pod's ``PodRecord`` (what the NodeTable's change log keeps of a pod).
+The compiled form is cached on the record's ``AffinityTerms`` (the terms never
+change), so each pod's terms are parsed once, and a pod without terms costs nothing.
 
 Namespaces follow upstream ``AffinityTerm``: ``namespaces`` when given, else the
 owning pod's namespace; with a ``namespaceSelector`` the namespaces it selects are
@@ -26,9 +27,9 @@ from typing import Final, Literal
 
 from troupe.api.objects import LabelSelector, LabelSelectorRequirement, PodAffinityTerm
 from troupe.api.podcounts import PodClause, PodMatcher
-from troupe.api.podinfo import PodInfo
+from troupe.api.podinfo import PodRecord
 
-_EXTRA_KEY: Final = "InterPodAffinity"
+_COMPILED_KEY: Final = "InterPodAffinity"
 
 CarriedKind = Literal["required-anti-affinity", "required-affinity", "preferred"]
 
@@ -42,9 +43,6 @@ class Term:
 
     def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
         return self.clause.matches(namespace, labels)
-
-    def matches_pod(self, info: PodInfo) -> bool:
-        return self.clause.matches(info.namespace, info.labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,27 +113,33 @@ def term_selector(term: PodAffinityTerm, owner_labels: Mapping[str, str]) -> Lab
     )
 
 
-def _compile(term: PodAffinityTerm, info: PodInfo) -> Term:
-    namespaces = term_namespaces(term, info.namespace)
-    return Term(PodClause.of(namespaces, term_selector(term, info.labels)), term.topology_key)
+def _compile(term: PodAffinityTerm, pod: PodRecord) -> Term:
+    namespaces = term_namespaces(term, pod.namespace)
+    return Term(PodClause.of(namespaces, term_selector(term, pod.labels)), term.topology_key)
 
 
-def _compile_all(terms: Sequence[PodAffinityTerm], info: PodInfo) -> tuple[Term, ...]:
-    return tuple(_compile(t, info) for t in terms)
+def _compile_all(terms: Sequence[PodAffinityTerm], pod: PodRecord) -> tuple[Term, ...]:
+    return tuple(_compile(t, pod) for t in terms)
 
 
-def pod_terms(info: PodInfo) -> PodTerms:
-    """``info``'s compiled terms (cached on the PodInfo)."""
-    cached = info.extra.get(_EXTRA_KEY)
+_NO_TERMS: Final = PodTerms((), (), (), (), ())
+
+
+def pod_terms(pod: PodRecord) -> PodTerms:
+    """``pod``'s compiled terms (cached on its ``AffinityTerms``)."""
+    given = pod.affinity
+    if given is None:
+        return _NO_TERMS
+    cached = given.compiled.get(_COMPILED_KEY)
     if isinstance(cached, PodTerms):
         return cached
-    affinity = _compile_all(info.required_affinity, info)
-    anti = _compile_all(info.required_anti_affinity, info)
+    affinity = _compile_all(given.required_affinity, pod)
+    anti = _compile_all(given.required_anti_affinity, pod)
     preferred = tuple(
-        (w.weight, _compile(w.pod_affinity_term, info)) for w in info.preferred_affinity
+        (w.weight, _compile(w.pod_affinity_term, pod)) for w in given.preferred_affinity
     )
     preferred_anti = tuple(
-        (w.weight, _compile(w.pod_affinity_term, info)) for w in info.preferred_anti_affinity
+        (w.weight, _compile(w.pod_affinity_term, pod)) for w in given.preferred_anti_affinity
     )
     carried = (
         *(Carried("required-anti-affinity", 0, t) for t in anti),
@@ -144,10 +148,10 @@ def pod_terms(info: PodInfo) -> PodTerms:
         *(Carried("preferred", -w, t) for w, t in preferred_anti),
     )
     terms = PodTerms(affinity, anti, preferred, preferred_anti, carried)
-    info.extra[_EXTRA_KEY] = terms
+    given.compiled[_COMPILED_KEY] = terms
     return terms
 
 
-def carried_terms(info: PodInfo) -> Sequence[Carried]:
+def carried_terms(pod: PodRecord) -> Sequence[Carried]:
     """The ``CarriedCounts`` extractor: what a placed pod carries."""
-    return pod_terms(info).carried
+    return pod_terms(pod).carried

@@ -68,8 +68,8 @@ class _UsedPorts:
         if changes is None or self.capacity != table.capacity:
             self._rebuild(table)
             return
-        for sign, slot, info in changes:
-            for hp in info.host_ports:
+        for sign, slot, record in changes:
+            for hp in record.host_ports:
                 self._count(hp, slot, sign)
         self.seq = table.change_seq
 
