@@ -5,6 +5,10 @@ Each round creates pods (plain, spread and with pod (anti-)affinity, so the plug
 that count pods incrementally follow the NodeTable's change log), schedules and binds
 them, and deletes them as the watch would. Afterwards no deleted pod may still be
 alive: counted with weak references after a full collection, never with timing.
+
+What the table keeps of a pod (its ``PodRecord``) is built once per PodInfo, so the
+cache must build a new PodInfo when the pod changes in a way the record shows: a pod
+that starts terminating stops counting for PodTopologySpread.
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ from __future__ import annotations
 import gc
 import weakref
 
-from troupe.api.objects import Node, Pod
+from troupe.api.clock import FakeClock
+from troupe.api.objects import LabelSelector, Node, Pod
+from troupe.api.podcounts import CountsCache, PodClause, PodMatcher
+from troupe.scheduler.cache import Cache
 
 from tests.plugins.builders import make_node, make_pod
 from tests.scheduler.harness import Harness
@@ -90,3 +97,49 @@ async def test_no_deleted_pod_stays_alive_after_rounds_of_churn() -> None:
         gone += await churn(h, r, 90)
         assert alive(gone) == 0, f"after round {r}: {alive(gone)} deleted pods alive"
     await h.close()
+
+
+# --- what the table keeps of a pod stays true to it --------------------------------
+
+SPREAD_WEB = PodMatcher(
+    (PodClause.of(frozenset({"default"}), LabelSelector(match_labels={"app": "web"})),),
+    skip_terminating=True,
+)
+
+
+def recount(cache: Cache, matcher: PodMatcher) -> list[int]:
+    pods = cache.table.pods
+    return [sum(1 for p in pods[s].values() if matcher.matches(p.record)) for s in range(len(pods))]
+
+
+def test_a_pod_that_starts_terminating_stops_counting_for_spreading() -> None:
+    cache = Cache(FakeClock())
+    cache.add_node(make_node().name("n1").capacity(cpu="4", pods=10).obj())
+    counts = CountsCache()
+    running = make_pod().name("w").label("app", "web").node("n1").obj()
+    cache.add_pod(running)
+    assert counts.counts(cache.table, SPREAD_WEB).tolist() == recount(cache, SPREAD_WEB)
+    assert recount(cache, SPREAD_WEB)[cache.table.index["n1"]] == 1
+    terminating = running.model_copy(
+        update={
+            "metadata": running.metadata.model_copy(
+                update={"deletion_timestamp": "2026-01-01T00:00:00Z"}
+            )
+        }
+    )
+    cache.update_pod(running, terminating)
+    assert counts.counts(cache.table, SPREAD_WEB).tolist() == recount(cache, SPREAD_WEB)
+    assert recount(cache, SPREAD_WEB)[cache.table.index["n1"]] == 0
+    cache.remove_pod(terminating)
+    assert counts.counts(cache.table, SPREAD_WEB).tolist() == recount(cache, SPREAD_WEB)
+
+
+def test_a_binding_confirmed_for_a_terminating_pod_accounts_it_as_terminating() -> None:
+    cache = Cache(FakeClock())
+    cache.add_node(make_node().name("n1").capacity(cpu="4", pods=10).obj())
+    cache.assume(make_pod().name("w").label("app", "web").info(), "n1")
+    bound = make_pod().name("w").label("app", "web").node("n1").terminating().obj()
+    cache.add_pod(bound)
+    info = cache.info_of("default/w")
+    assert info is not None and info.pod is bound and info.record.terminating
+    assert recount(cache, SPREAD_WEB) == [0] * len(cache.table.pods)

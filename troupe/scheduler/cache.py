@@ -35,6 +35,16 @@ class PlacementListener(Protocol):
     def pod_unplaced(self, pod: Pod) -> None: ...
 
 
+def _accounted_alike(a: Pod, b: Pod) -> bool:
+    """Whether ``b`` may replace ``a`` under its PodInfo: the metadata the PodInfo's
+    record keeps (labels, terminating) is the same. A pod that starts terminating is
+    accounted again, so PodTopologySpread stops counting it (kubernetes#87621)."""
+    return (
+        a.metadata.labels == b.metadata.labels
+        and a.metadata.deletion_timestamp == b.metadata.deletion_timestamp
+    )
+
+
 @dataclass(slots=True)
 class _CachedPod:
     info: PodInfo
@@ -95,7 +105,7 @@ class Cache:
                 # The binding we made is confirmed: keep the accounting, drop expiry.
                 cached.assumed = False
                 cached.deadline = None
-                if cached.info.pod.metadata.labels == pod.metadata.labels:
+                if _accounted_alike(cached.info.pod, pod):
                     # Binding changes nothing the accounting derived from the spec.
                     cached.info.pod = pod
                 else:
@@ -113,7 +123,7 @@ class Cache:
             self.add_pod(new)
             return
         current = cached.info.pod
-        if current.spec == new.spec and current.metadata.labels == new.metadata.labels:
+        if current.spec == new.spec and _accounted_alike(current, new):
             # A status change (Running, conditions): nothing the accounting derives
             # from the pod moved, so the table (and its generation) stays as it is.
             cached.info.pod = new
