@@ -27,6 +27,7 @@ from troupe.api.config import config_document, load_config
 from troupe.api.objects import Pod
 from troupe.kube import KubeClient, connect
 from troupe.plugins.registry import catalog, default_registry
+from troupe.scheduler.observe.stats import AttemptStats
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.service.logs import configure_logging
 
@@ -64,7 +65,11 @@ async def troupe_run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, fl
         catalog(default_registry()),
     )
     daemon = SchedulerDaemon(
-        config, Connection(kubeconfig=str(kubeconfig)), seed=1, sync_timeout=300
+        config,
+        Connection(kubeconfig=str(kubeconfig)),
+        seed=1,
+        sync_timeout=300,
+        stats=AttemptStats(),  # keeps the latencies the figures are read from
     )
     await daemon.start()
     scheduler = daemon.scheduler

@@ -8,7 +8,8 @@ alive: counted with weak references after a full collection, never with timing.
 
 What the table keeps of a pod (its ``PodRecord``) is built once per PodInfo, so the
 cache must build a new PodInfo when the pod changes in a way the record shows: a pod
-that starts terminating stops counting for PodTopologySpread.
+that starts terminating stops counting for PodTopologySpread. And the daemon keeps
+no list that grows with every attempt.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ import gc
 import weakref
 
 from troupe.api.clock import FakeClock
+from troupe.api.config import config_document, load_config
 from troupe.api.objects import LabelSelector, Node, Pod
 from troupe.api.podcounts import CountsCache, PodClause, PodMatcher
+from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.cache import Cache
+from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 
 from tests.plugins.builders import make_node, make_pod
 from tests.scheduler.harness import Harness
@@ -97,6 +101,18 @@ async def test_no_deleted_pod_stays_alive_after_rounds_of_churn() -> None:
         gone += await churn(h, r, 90)
         assert alive(gone) == 0, f"after round {r}: {alive(gone)} deleted pods alive"
     await h.close()
+
+
+def test_the_daemon_counts_attempts_but_keeps_no_latency_per_attempt() -> None:
+    # Lists of latencies would grow with every pod the daemon ever schedules.
+    config = load_config(config_document(), catalog(default_registry()))
+    stats = SchedulerDaemon(config, Connection(kubeconfig="unused")).stats
+    for _ in range(100):
+        stats.attempt("scheduled", "troupe-scheduler", 0.01)
+        stats.cycle(0.005)
+        stats.group_attempt("scheduled", "troupe-scheduler", 0.02)
+    assert stats.results["scheduled"] == 100 and stats.group_results["scheduled"] == 100
+    assert stats.attempt_seconds == stats.cycle_seconds == stats.group_attempt_seconds == []
 
 
 # --- what the table keeps of a pod stays true to it --------------------------------

@@ -84,8 +84,11 @@ class SchedulerDaemon:
         self.clock = clock or RealClock()
         self.sync_timeout = sync_timeout
         self.seed = seed
-        # In-process attempt statistics (benchmarks read them); the scheduler's own when None.
-        self.stats = stats
+        # In-process attempt statistics. By default counts only: a daemon runs for
+        # months, and lists of per-attempt latencies would grow with every pod ever
+        # scheduled (the Prometheus histograms hold the distribution). Benchmarks that
+        # read latencies pass their own AttemptStats().
+        self.stats = stats if stats is not None else AttemptStats(keep_latencies=False)
         self.tasks = TaskSupervisor("daemon")
         self.scheduler: Scheduler | None = None
         self.informers: SharedInformers | None = None
