@@ -1,12 +1,13 @@
 """Entry point: ``python -m bench basic --nodes 5000 --existing-pods 1000 --pods 10000``,
-``python -m bench e2e ...``, ``python -m bench gang [--shapes all|GxS,...]``."""
+``python -m bench e2e ...``, ``python -m bench gang [--shapes all|GxS,...]``,
+``python -m bench churn --rounds 5 --pods 6000``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from bench import basic, e2e, gang, transport
+from bench import basic, churn, e2e, gang, transport
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,6 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     e2e.add_arguments(sub.add_parser("e2e", help="SchedulingBasic over HTTP vs bind-only"))
     gang.add_arguments(sub.add_parser("gang", help="gang shapes: troupe vs Coscheduling"))
     transport.add_arguments(sub.add_parser("transport", help="client CPU per API request"))
+    churn.add_arguments(sub.add_parser("churn", help="memory after rounds of create/bind/delete"))
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
@@ -25,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
         return gang.run(args)
     if args.name == "transport":
         return transport.run(args)
+    if args.name == "churn":
+        return churn.run(args)
     return 2
 
 
