@@ -173,8 +173,10 @@ async def _main(args: argparse.Namespace, emit: Callable[[str], None]) -> dict[s
         "rss_mb_before": baseline_mb,
         "rss_mb_after_round": after,
         "pods_alive_after_round": [f["pods_alive"] for f in rounds],
-        # Growth from the first round to the last, per round: ~0 when bounded.
+        # Growth from the first round to the last, per round, and in the last round:
+        # the first round sets the high-water mark; bounded memory then levels off.
         "rss_mb_per_round": round((after[-1] - after[0]) / max(1, len(after) - 1), 1),
+        "rss_mb_last_round": round(after[-1] - after[-2], 1) if len(after) > 1 else 0.0,
     }
 
 
