@@ -109,10 +109,18 @@ class GroupCycle:
         start = time.perf_counter()
         ref = entity.ref
         policy = self.groups.policy(ref)
-        members = member_order(list(entity.members.values()))
-        if policy is None or not members:
+        # A member already placed (its binding in flight) is counted in ``already``
+        # and never placed twice.
+        members = member_order(
+            [m for m in entity.members.values() if self.cache.uid_of(m.key) != m.pod.metadata.uid]
+        )
+        if policy is None or not entity.members:
             # The group object went away meanwhile: back to the gated pool.
             self.queue.add_unschedulable_if_not_present(entity, cycle)
+            return
+        if not members:
+            # Every member is placed already (bound, or its binding in flight).
+            self.queue.done(entity.key, entity)
             return
         # Members bound or assumed before this attempt (the cache reports this
         # attempt's assumptions to the directory too: count before placing).

@@ -28,7 +28,7 @@ from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.status import SUCCESS, Status
 from troupe.api.tasks import TaskSupervisor
 from troupe.plugins.registry import Registry
-from troupe.queue.entity import QueuedGroupInfo, QueuedPodInfo
+from troupe.queue.entity import QueuedEntity, QueuedGroupInfo, QueuedPodInfo
 from troupe.queue.nominator import Nominator
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cache import Cache
@@ -221,33 +221,76 @@ class Scheduler:
         return scheduler_name in self.frameworks
 
     async def schedule_one(self) -> bool:
-        """One pop and attempt; False once the queue is closed."""
+        """One pop and attempt; False once the queue is closed.
+
+        No pod or group can stop the loop: an unexpected error fails that entity's
+        attempt (``_attempt_failed``) and the loop goes on."""
         entity = await self.queue.pop()
         if entity is None:
             return False
+        cycle = self.queue.scheduling_cycle
+        try:
+            if isinstance(entity, QueuedGroupInfo):
+                await self._schedule_group(entity)
+            elif isinstance(entity, QueuedPodInfo):
+                await self._schedule_pod(entity)
+            else:
+                log.error("unknown queued entity kind", entity=entity.key)
+                self.queue.done(entity.key)
+        except Exception:
+            self._attempt_failed(entity, cycle)
+        return True
+
+    def _attempt_failed(self, entity: QueuedEntity, cycle: int) -> None:
+        """An attempt raised: log it with its traceback, count it as an error, undo
+        what it assumed that is not being bound, and retry the entity after backoff."""
+        members = (
+            list(entity.members.values())
+            if isinstance(entity, QueuedGroupInfo)
+            else [entity.pod_info]
+            if isinstance(entity, QueuedPodInfo)
+            else []
+        )
+        profile = members[0].pod.spec.scheduler_name if members else ""
+        log.exception("scheduling attempt failed", entity=entity.key, profile=profile)
         if isinstance(entity, QueuedGroupInfo):
-            await self._schedule_group(entity)
-            return True
-        if not isinstance(entity, QueuedPodInfo):
-            log.error("unknown queued entity kind", entity=entity.key)
+            self.stats.group_attempt("error", profile, 0.0)
+        else:
+            self.stats.attempt("error", profile, 0.0)
+        remaining = []
+        for info in members:
+            if self.cache.uid_of(info.key) != info.pod.metadata.uid:
+                remaining.append(info.key)
+            elif not self.bindings.running(f"bind {info.key}") and not self.waiting.get(info.key):
+                # Assumed by the failed attempt and handed to no binding cycle.
+                self.cache.forget(info)
+                self.stats.forget_member(info.key)
+                remaining.append(info.key)
+        # An error: retried after backoff, whatever the cluster events.
+        entity.unschedulable_plugins = set()
+        if isinstance(entity, QueuedGroupInfo):
+            self.queue.requeue_group_remainder(entity, remaining, cycle, unschedulable_plugins=())
+        elif remaining:
+            self.queue.add_unschedulable_if_not_present(entity, cycle)
+        else:
             self.queue.done(entity.key)
-            return True
+
+    async def _schedule_pod(self, entity: QueuedPodInfo) -> None:
         info = entity.pod_info
         fwk = self.frameworks.get(info.pod.spec.scheduler_name)
         cached_uid = self.cache.uid_of(info.key)
         if fwk is None or cached_uid == info.pod.metadata.uid:
             # Not ours (any more), or already assumed/bound: nothing to do.
             self.queue.done(info.key)
-            return True
+            return
         cycle = self.queue.scheduling_cycle
         if cached_uid is not None:
             # A deleted pod of the same name is still being bound; try this one
             # once that binding has settled (it will fail on the UID precondition).
             entity.unschedulable_plugins = set()
             self.queue.add_unschedulable_if_not_present(entity, cycle)
-            return True
+            return
         await self.pod_cycle.run(fwk, entity, cycle)
-        return True
 
     async def _schedule_group(self, entity: QueuedGroupInfo) -> None:
         cycle = self.queue.scheduling_cycle

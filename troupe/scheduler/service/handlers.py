@@ -117,6 +117,12 @@ class ClusterEventHandlers:
             s.queue.delete(old)
             s.queue.add(new)
             return
+        if s.cache.uid_of(new.key) == new.metadata.uid:
+            # Assumed, its binding in flight: the pod left the queue when it was
+            # placed and must not come back to be placed again (upstream skips
+            # assumed pods the same way). A label or annotation an operator adds
+            # meanwhile changes nothing about where it goes.
+            return
         s.queue.update(old, new)
 
     def on_pod_delete(self, pod: Pod) -> None:
