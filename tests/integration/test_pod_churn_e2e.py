@@ -113,3 +113,69 @@ async def test_a_gang_member_deleted_and_recreated_while_in_flight_completes_the
     assert bindings.count[f"default/g-1/{second}"] == 1
     assert bindings.twice() == []
     await still_schedules(cluster, daemon, bindings)
+
+
+async def test_bindings_to_a_deleted_node_are_called_off_and_the_gang_placed_again(
+    cluster: SimCluster, start_daemon: Any
+) -> None:
+    # Four writes a second: the gang's bindings wait their turn in the client.
+    daemon: SchedulerDaemon = await start_daemon(clientConnection={"qps": 4, "burst": 1})
+    scheduler = daemon.scheduler
+    assert scheduler is not None
+    bindings = Bindings(cluster)
+    create_gang(cluster, 8)
+    await eventually(lambda: len(bindings.node) >= 1, timeout=30, what="a first binding")
+
+    def waiting_nodes() -> set[str]:
+        nodes = {scheduler.cache.node_of(f"default/g-{i}") for i in range(8)}
+        return {n for n in nodes if n} - set(bindings.node.values())
+
+    await eventually(lambda: bool(waiting_nodes()), what="a node with bindings still queued")
+    gone = sorted(waiting_nodes())[0]
+    cluster.remove_node(gone)
+
+    def bound() -> dict[str, str]:
+        return {
+            p["metadata"]["name"]: p["spec"]["nodeName"]
+            for p in cluster.store.list("pods", namespace="default")
+            if p["spec"].get("nodeName")
+        }
+
+    await eventually(lambda: len(bound()) == 8, timeout=60, what="the gang bound whole")
+    assert gone not in bound().values()
+    assert bindings.twice() == []
+
+
+async def test_a_plain_pod_whose_node_is_deleted_before_its_binding_goes_elsewhere(
+    cluster: SimCluster, start_daemon: Any
+) -> None:
+    daemon: SchedulerDaemon = await start_daemon(clientConnection={"qps": 4, "burst": 1})
+    scheduler = daemon.scheduler
+    assert scheduler is not None
+    bindings = Bindings(cluster)
+    for i in range(8):
+        cluster.store.create("pods", pod(f"p{i}", cpu="500m"))
+    await eventually(lambda: len(bindings.node) >= 1, timeout=30, what="a first binding")
+
+    def waiting_nodes() -> set[str]:
+        nodes = {scheduler.cache.node_of(f"default/p{i}") for i in range(8)}
+        return {n for n in nodes if n} - set(bindings.node.values())
+
+    await eventually(lambda: bool(waiting_nodes()), what="a node with bindings still queued")
+    gone = sorted(waiting_nodes())[0]
+    cluster.remove_node(gone)
+    await eventually(
+        lambda: (
+            sum(
+                1
+                for p in cluster.store.list("pods", namespace="default")
+                if p["spec"].get("nodeName")
+            )
+            == 8
+        ),
+        timeout=60,
+        what="every pod bound",
+    )
+    on_nodes = {p["spec"]["nodeName"] for p in cluster.store.list("pods", namespace="default")}
+    assert gone not in on_nodes
+    assert bindings.twice() == []

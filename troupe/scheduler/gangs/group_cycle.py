@@ -180,9 +180,7 @@ class GroupCycle:
         )
         for p in placed:
             await self.bindings.acquire()
-            self.bindings.spawn(
-                self.admission.bind(fwk, p, start, admission), name=f"bind {p.info.key}", held=True
-            )
+            self.admission.spawn(fwk, p, start, admission)
 
     # --- telling the user ------------------------------------------------------------------
 

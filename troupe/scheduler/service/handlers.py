@@ -163,6 +163,9 @@ class ClusterEventHandlers:
 
     def on_node_delete(self, node: Node) -> None:
         self._s.cache.remove_node(node.metadata.name)
+        # Bindings to it not sent yet are called off: their pods (and gangs) are
+        # placed again rather than bound to a node that is gone.
+        self._s.binding.node_deleted(node.metadata.name)
         self._s.queue.on_event(NODE_DELETE, node, None)
 
     # --- pod groups (any of the three gang APIs) ---------------------------------------
