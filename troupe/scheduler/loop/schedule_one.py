@@ -16,6 +16,8 @@ timeouts). Cluster events from the informers arrive through
 
 from __future__ import annotations
 
+import asyncio
+
 import structlog
 
 from troupe.api.client import SchedulerClient
@@ -201,6 +203,7 @@ class Scheduler:
             default_timeout=config.gang_schedule_timeout_seconds,
         )
         self._stopping = False
+        self._housekeeping: list[asyncio.Task[None]] = []
 
     # --- the loop ------------------------------------------------------------------
 
@@ -306,8 +309,10 @@ class Scheduler:
     async def run(self) -> None:
         """Schedule until ``stop``; housekeeping (queue flushes, assumed-pod expiry)
         runs beside the loop."""
-        self.background.spawn(self.queue.run(), name="queue flush")
-        self.background.spawn(self._expire_assumed(), name="assumed expiry")
+        self._housekeeping = [
+            self.background.spawn(self.queue.run(), name="queue flush"),
+            self.background.spawn(self._expire_assumed(), name="assumed expiry"),
+        ]
         while not self._stopping and await self.schedule_one():
             pass
 
@@ -328,6 +333,9 @@ class Scheduler:
         cancel what is left (each cancelled binding unreserves and forgets)."""
         self._stopping = True
         self.queue.close()
+        # The housekeeping loops end only when told: no reason to wait for them.
+        for task in self._housekeeping:
+            task.cancel()
         await self.bindings.drain(timeout=grace)
         await self.bindings.cancel_all()
         await self.writer.flush(timeout=min(grace, 2.0))
