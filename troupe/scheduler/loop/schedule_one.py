@@ -22,6 +22,7 @@ from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.config import ResolvedConfig
 from troupe.api.events import ASSIGNED_POD_DELETE
+from troupe.api.framework import NamespaceLister
 from troupe.api.gangs import GroupRef, group_ref_of
 from troupe.api.objects import Pod
 from troupe.api.pdb import PodDisruptionBudget
@@ -69,6 +70,7 @@ class Scheduler:
         stats: AttemptStats | None = None,
         groups: GangDirectory | None = None,
         metrics: SchedulerMetrics | None = None,
+        namespaces: NamespaceLister | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -104,6 +106,7 @@ class Scheduler:
                 groups=self.groups,
                 nominated=self.nominated,
                 pdbs=self.pdbs,
+                namespaces=namespaces,
                 **kwargs,
             )
         first = next(iter(self.frameworks.values()))
