@@ -17,6 +17,7 @@ from troupe.api.cycle import CycleState
 from troupe.api.framework import (
     FilterPlugin,
     NamespaceLabels,
+    NamespaceLister,
     PreFilterPlugin,
     PreScorePlugin,
     ScoreExtensions,
@@ -58,12 +59,14 @@ class RecordingClient:
 
 class FakeHandle:
     def __init__(
-        self, table: NodeTable | None = None, namespaces: NamespaceLabels | None = None
+        self, table: NodeTable | None = None, namespaces: NamespaceLister | None = None
     ) -> None:
         self._table = table if table is not None else NodeTable()
         self._client = RecordingClient()
         self._clock = FakeClock()
-        self._namespaces = namespaces if namespaces is not None else NamespaceLabels()
+        self._namespaces: NamespaceLister = (
+            namespaces if namespaces is not None else NamespaceLabels()
+        )
 
     @property
     def client(self) -> RecordingClient:
@@ -92,7 +95,7 @@ class FakeHandle:
         return ()
 
     @property
-    def namespaces(self) -> NamespaceLabels:
+    def namespaces(self) -> NamespaceLister:
         return self._namespaces
 
 
