@@ -24,6 +24,7 @@ from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.config import ResolvedConfig
 from troupe.api.events import ASSIGNED_POD_DELETE
+from troupe.api.framework import NamespaceLister
 from troupe.api.gangs import GroupRef, group_ref_of
 from troupe.api.objects import Pod
 from troupe.api.pdb import PodDisruptionBudget
@@ -71,6 +72,7 @@ class Scheduler:
         stats: AttemptStats | None = None,
         groups: GangDirectory | None = None,
         metrics: SchedulerMetrics | None = None,
+        namespaces: NamespaceLister | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -106,6 +108,7 @@ class Scheduler:
                 groups=self.groups,
                 nominated=self.nominated,
                 pdbs=self.pdbs,
+                namespaces=namespaces,
                 **kwargs,
             )
         first = next(iter(self.frameworks.values()))

@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from troupe.api.clock import Clock, RealClock
 from troupe.api.config import ResolvedConfig
+from troupe.api.framework import NamespaceLabels
 from troupe.api.gangapi import GroupObject
 from troupe.api.gangs import GangApi
 from troupe.api.objects import PriorityClass
@@ -36,6 +37,7 @@ from troupe.kube import (
     connect,
 )
 from troupe.kube.gang_informers import add_gang_informers
+from troupe.kube.namespace_informer import namespace_informer
 from troupe.kube.pdb_informer import pdb_informer
 from troupe.kube.transport import observe_requests
 from troupe.plugins.registry import Registry, default_registry
@@ -128,6 +130,7 @@ class SchedulerDaemon:
         priority_classes = PriorityClassValues()
         directory = GangDirectory(priority_of=priority_classes.values.get)
         priority_classes.changed.append(directory.priority_classes_changed)
+        namespaces = NamespaceLabels()
         self.scheduler = Scheduler(
             self.config,
             self.registry,
@@ -137,6 +140,7 @@ class SchedulerDaemon:
             groups=directory,
             metrics=self.metrics,
             stats=self.stats,
+            namespaces=namespaces,
         )
         informers: SharedInformers | None = None
         self.status_controller = PodGroupStatusController(
@@ -168,6 +172,7 @@ class SchedulerDaemon:
                 status.on_group_delete(obj)  # type: ignore[arg-type]
 
         informers.add(pdb_informer(informers.transport, self.clock, self.scheduler.pdbs))
+        informers.add(namespace_informer(informers.transport, self.clock, namespaces, handlers))
         self.gang_apis = await add_gang_informers(
             informers,
             self.clock,

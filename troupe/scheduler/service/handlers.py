@@ -2,10 +2,10 @@
 
 The informers call these handlers with parsed objects; the handlers keep the cache
 (assigned pods, nodes) and the queue (unassigned pods of our profiles) in step,
-and turn each change into a ``ClusterEvent`` so the queue can move pods that the
-change may have made schedulable. Pods of other schedulers are ignored unless
-assigned (they consume node capacity). Terminal pods (Succeeded/Failed) free their
-capacity, as upstream's informer excludes them.
+and turn each change (namespace label changes included) into a ``ClusterEvent`` so
+the queue can move pods that the change may have made schedulable. Pods of other
+schedulers are ignored unless assigned (they consume node capacity). Terminal pods
+(Succeeded/Failed) free their capacity, as upstream's informer excludes them.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from typing import Protocol
 from troupe.api.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
+    NAMESPACE_ADD,
+    NAMESPACE_DELETE,
+    NAMESPACE_LABEL_UPDATE,
     NODE_ADD,
     NODE_DELETE,
     Action,
@@ -23,7 +26,7 @@ from troupe.api.events import (
 )
 from troupe.api.gangapi import GroupObject, WorkloadTemplates
 from troupe.api.gangs import GangApi, group_ref_of
-from troupe.api.objects import Node, Pod
+from troupe.api.objects import Namespace, Node, Pod
 from troupe.scheduler.loop.schedule_one import Scheduler
 
 
@@ -167,6 +170,19 @@ class ClusterEventHandlers:
         # placed again rather than bound to a node that is gone.
         self._s.binding.node_deleted(node.metadata.name)
         self._s.queue.on_event(NODE_DELETE, node, None)
+
+    # --- namespaces ----------------------------------------------------------------
+    # The Namespace informer has updated the labels plugins read before calling
+    # these, and calls ``on_namespace_update`` only when the labels changed.
+
+    def on_namespace_add(self, namespace: Namespace) -> None:
+        self._s.queue.on_event(NAMESPACE_ADD, None, namespace)
+
+    def on_namespace_update(self, old: Namespace, new: Namespace) -> None:
+        self._s.queue.on_event(NAMESPACE_LABEL_UPDATE, old, new)
+
+    def on_namespace_delete(self, namespace: Namespace) -> None:
+        self._s.queue.on_event(NAMESPACE_DELETE, namespace, None)
 
     # --- pod groups (any of the three gang APIs) ---------------------------------------
 
