@@ -179,6 +179,8 @@ class ClusterEventHandlers:
         self._s.queue.on_event(NAMESPACE_ADD, None, namespace)
 
     def on_namespace_update(self, old: Namespace, new: Namespace) -> None:
+        # A batch of pods evaluated against the old labels ends here.
+        self._s.pod_batches.interrupt()
         self._s.queue.on_event(NAMESPACE_LABEL_UPDATE, old, new)
 
     def on_namespace_delete(self, namespace: Namespace) -> None:
