@@ -14,6 +14,11 @@ from typing import Any, Protocol
 from troupe.api.objects import Pod, PodCondition
 
 
+class WriteFenced(RuntimeError):
+    """A write was not sent: this replica cannot prove it holds the leader lease
+    (``troupe.kube.fence``)."""
+
+
 class ApiError(Exception):
     """An API call failed. ``status`` is the HTTP status (0: no response)."""
 

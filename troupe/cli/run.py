@@ -272,6 +272,8 @@ async def serve_elected(
             metrics=daemon.metrics,
         )
         probes.elector = elector
+        # Every write of the scheduler asks the elector first (lease fencing).
+        daemon.fence = elector.may_write
 
         async def lead() -> None:
             try:

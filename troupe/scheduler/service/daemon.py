@@ -36,10 +36,11 @@ from troupe.kube import (
     check_reachable,
     connect,
 )
+from troupe.kube.fence import FencedTransport
 from troupe.kube.gang_informers import add_gang_informers
 from troupe.kube.namespace_informer import namespace_informer
 from troupe.kube.pdb_informer import pdb_informer
-from troupe.kube.transport import observe_requests
+from troupe.kube.transport import HttpTransport, observe_requests
 from troupe.plugins.registry import Registry, default_registry
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.status import PodGroupStatusController
@@ -79,6 +80,7 @@ class SchedulerDaemon:
         sync_timeout: float = 60.0,
         seed: int | None = None,
         stats: AttemptStats | None = None,
+        fence: Callable[[], bool] | None = None,
     ) -> None:
         self.config = config
         self.connection = connection
@@ -88,6 +90,8 @@ class SchedulerDaemon:
         self.seed = seed
         # In-process attempt statistics (benchmarks read them); the scheduler's own when None.
         self.stats = stats
+        # May a write be sent now? (``LeaderElector.may_write`` under leader election.)
+        self.fence = fence
         self.tasks = TaskSupervisor("daemon")
         self.scheduler: Scheduler | None = None
         self.informers: SharedInformers | None = None
@@ -119,8 +123,12 @@ class SchedulerDaemon:
             raise
         profile = self.config.profiles[0]
         cc = self.config.client_connection
+        writes: HttpTransport | FencedTransport = HttpTransport(api)
+        if self.fence is not None:
+            # Under leader election: no write leaves unless the lease is provably ours.
+            writes = FencedTransport(writes, self.fence)
         self.client = KubeClient(
-            api,
+            writes,
             self.clock,
             qps=cc.qps,
             burst=cc.burst,
