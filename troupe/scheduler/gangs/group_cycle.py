@@ -38,6 +38,7 @@ import structlog
 
 from troupe.api.framework import Diagnosis
 from troupe.api.gangs import GangPolicy, GroupRef
+from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.api.tasks import TaskSupervisor
 from troupe.queue.entity import QueuedGroupInfo
@@ -110,17 +111,28 @@ class GroupCycle:
         ref = entity.ref
         policy = self.groups.policy(ref)
         # A member already placed (its binding in flight) is counted in ``already``
-        # and never placed twice.
-        members = member_order(
-            [m for m in entity.members.values() if self.cache.uid_of(m.key) != m.pod.metadata.uid]
-        )
+        # and never placed twice. A member whose name is still held by a deleted
+        # pod being bound waits until that binding has settled (it fails on the UID
+        # precondition), as a lone pod does in schedule_one.
+        fresh: list[PodInfo] = []
+        stale: list[str] = []
+        for m in entity.members.values():
+            cached = self.cache.uid_of(m.key)
+            if cached is None:
+                fresh.append(m)
+            elif cached != m.pod.metadata.uid:
+                stale.append(m.key)
+        members = member_order(fresh)
         if policy is None or not entity.members:
             # The group object went away meanwhile: back to the gated pool.
             self.queue.add_unschedulable_if_not_present(entity, cycle)
             return
         if not members:
-            # Every member is placed already (bound, or its binding in flight).
-            self.queue.done(entity.key, entity)
+            if stale:
+                self.queue.requeue_group_remainder(entity, stale, cycle, unschedulable_plugins=())
+            else:
+                # Every member is placed already (bound, or its binding in flight).
+                self.queue.done(entity.key, entity)
             return
         # Members bound or assumed before this attempt (the cache reports this
         # attempt's assumptions to the directory too: count before placing).
