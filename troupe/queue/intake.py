@@ -12,8 +12,6 @@ group changed (the scheduler-plugins label is mutable) leaves and arrives anew.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from troupe.api.clock import Clock
 from troupe.api.gangs import GroupRef
 from troupe.api.objects import Pod
@@ -41,7 +39,6 @@ class Intake:
         retries: Retries,
         nominator: Nominator,
         clock: Clock,
-        cycle: Callable[[], int],
     ) -> None:
         self._queues = queues
         self._in_flight = in_flight
@@ -50,7 +47,6 @@ class Intake:
         self._retries = retries
         self._nominator = nominator
         self._clock = clock
-        self._cycle = cycle
 
     def add(self, pod: Pod) -> None:
         if (known := self.known_pod(pod.key)) is not None:
@@ -90,7 +86,7 @@ class Intake:
             current = flight.latest or _as_pod(flight.entity).pod_info
             flight.latest = PodInfo.of(new)
             for event in pod_update_events(old, new, current.requests, flight.latest.requests):
-                self._in_flight.log(self._cycle(), event, old, new, target=key)
+                self._in_flight.log(event, old, new, target=key)
             return 0
         if entity is None:
             self.add(new)
@@ -140,7 +136,7 @@ class Intake:
         requests = current.requests if current is not None else latest.requests
         target = GROUP_ID_PREFIX + record.ref.key
         for event in pod_update_events(old, new, requests, latest.requests):
-            self._in_flight.log(self._cycle(), event, old, new, target=target)
+            self._in_flight.log(event, old, new, target=target)
 
     def _regrouped(self, key: str, new: Pod) -> bool:
         record = self._book.record_of_pod(key)

@@ -18,7 +18,7 @@ released from the gated pool joins its group entity and may move it too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from troupe.api.clock import Clock
 from troupe.api.events import FORCE_ACTIVATE, ClusterEvent, Resource
@@ -42,14 +42,12 @@ class Retries:
         book: GroupBook,
         clock: Clock,
         max_in_unschedulable: float,
-        cycle: Callable[[], int],
     ) -> None:
         self._queues = queues
         self._in_flight = in_flight
         self._book = book
         self._clock = clock
         self._max_in_unschedulable = max_in_unschedulable
-        self._cycle = cycle
         self.hints = HintRegistry()
         # Cycle of the last cluster event of interest (upstream moveRequestCycle); used
         # for an entity handed back without a flight record.
@@ -61,13 +59,13 @@ class Retries:
     def on_event(self, event: ClusterEvent, old: object | None, new: object | None) -> int:
         if not self.hints.is_of_interest(event):
             return 0
-        self.move_request_cycle = self._cycle()
+        self.move_request_cycle = self._in_flight.cycle
         if event.resource is Resource.WILDCARD:
             # A wildcard event carrying a pod is meant for that pod only (upstream).
             target = new.key if isinstance(new, Pod) else None
             self.move_wildcard(event, old, new, target)
             return 0
-        self._in_flight.log(self._cycle(), event, old, new)
+        self._in_flight.log(event, old, new)
         if not self._queues.unschedulable and not self._queues.gated:
             return 0  # nothing waits for an event (the common case under a burst)
         plugins = {plugin for plugin, _ in self.hints.matching(event)}
@@ -98,7 +96,7 @@ class Retries:
     ) -> None:
         """Retry every unschedulable entity (or the one holding pod ``target``)."""
         flight_target = self.entity_id(target) if target is not None else None
-        self._in_flight.log(self._cycle(), event, old, new, flight_target)
+        self._in_flight.log(event, old, new, flight_target)
         for entity in self._queues.unschedulable.entities():
             if target is not None and target not in entity.pod_keys():
                 continue
@@ -113,8 +111,8 @@ class Retries:
                 self._queues.where(queue_id) is None and queue_id in self._in_flight
             ):
                 # Retried as soon as the attempt fails.
-                self._in_flight.log(self._cycle(), FORCE_ACTIVATE, None, None, target=queue_id)
-                self.move_request_cycle = self._cycle()
+                self._in_flight.log(FORCE_ACTIVATE, None, None, target=queue_id)
+                self.move_request_cycle = self._in_flight.cycle
             elif (entity := self._queues.unschedulable.remove(queue_id)) is not None:
                 self._queues.to_active(entity, label)
             elif (entity := self._queues.backoff.remove(queue_id)) is not None:

@@ -99,7 +99,6 @@ class SchedulingQueue:
     ) -> None:
         self._clock = clock
         self._pre_enqueue = pre_enqueue
-        self._cycle = 0
         self._queues = SubQueues(
             less,
             clock,
@@ -120,7 +119,6 @@ class SchedulingQueue:
             self._book,
             clock,
             max_in_unschedulable,
-            lambda: self._cycle,
         )
         self._nominator = Nominator()
         self._intake = Intake(
@@ -130,7 +128,6 @@ class SchedulingQueue:
             self._retries,
             self._nominator,
             clock,
-            lambda: self._cycle,
         )
         self._stopped = asyncio.Event()
 
@@ -194,18 +191,17 @@ class SchedulingQueue:
         return entity
 
     def _start_flight(self, entity: QueuedEntity) -> None:
-        self._cycle += 1
         entity.attempts += 1
         # The rejector sets describe the latest attempt; the failure handler fills them.
         entity.unschedulable_plugins.clear()
         entity.pending_plugins.clear()
-        self._in_flight.start(entity, self._cycle)
+        self._in_flight.start(entity)
         if isinstance(entity, QueuedGroupInfo):
             self._groups.start_flight(entity)
 
     @property
     def scheduling_cycle(self) -> int:
-        return self._cycle
+        return self._in_flight.cycle
 
     def add_unschedulable_if_not_present(
         self, entity: QueuedEntity, cycle: int
@@ -310,7 +306,7 @@ class SchedulingQueue:
 
     def move_all_to_active_or_backoff(self, event: ClusterEvent = FORCE_ACTIVATE) -> None:
         """Retry every unschedulable entity (after its backoff), whatever its hints."""
-        self._retries.move_request_cycle = self._cycle
+        self._retries.move_request_cycle = self._in_flight.cycle
         self._retries.move_wildcard(event, None, None, None)
 
     def activate(self, keys: Iterable[str]) -> None:
