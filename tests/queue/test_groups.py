@@ -8,7 +8,7 @@ import pytest
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
 from troupe.api.objects import Pod
 from troupe.queue import GANG_SCHEDULING, MIN_COUNT_MESSAGE, QueuedGroupInfo
-from troupe.queue.group_index import in_flight_message
+from troupe.queue.pre_enqueue import in_flight_message
 
 from tests.plugins.builders import make_pod
 from tests.queue.helpers import (

@@ -5,13 +5,14 @@ profile's QueueSort ``less`` and PreEnqueue runner, feeds it from the informers
 and pops ``QueuedEntity`` objects from it. One module per sub-queue: ``active``,
 ``backoff``, ``unschedulable`` (also the gated pool), ``in_flight``, ``nominator``;
 ``scheduling_queue`` holds the flow between them, with ``intake`` (informer
-input), ``group_index`` / ``group_records`` (pod-group entities) and ``retries``
-(hints, activation, flushes). Imports only ``troupe.api``.
+input), ``group_index`` / ``group_records`` (pod-group entities), ``retries``
+(hints, activation, flushes) and ``pre_enqueue`` (an entity's PreEnqueue: the
+gang checks for a group). Imports only ``troupe.api``.
 """
 
 from troupe.queue.backoff import backoff_duration
 from troupe.queue.entity import EntityKind, LessFunc, QueuedEntity, QueuedGroupInfo, QueuedPodInfo
-from troupe.queue.group_index import GANG_SCHEDULING, MIN_COUNT_MESSAGE, missing_group_message
+from troupe.queue.pre_enqueue import GANG_SCHEDULING, MIN_COUNT_MESSAGE, missing_group_message
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.queue.sort import priority_sort_less
 from troupe.queue.sub_queues import IncomingHook, QueueName

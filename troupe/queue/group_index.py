@@ -17,11 +17,8 @@ if quorum now holds, ``take_remainder`` merges it with the members that did not
 fit. A group with the Basic policy (no quorum) has its pods queued as ordinary
 pods; ``changed`` moves pods between the two forms when the policy changes.
 
-The group entity's PreEnqueue is ``gate``, with upstream GangScheduling's
-messages (KEP-4671 "GangScheduling Plugin"): the group object must exist, carry
-no user error (``GroupDirectory.problem``), and ``placed + members >= minCount``
-(KEP-3370 Permit: assigned + assumed members count, so late members of a group
-that already has its quorum are scheduled at once).
+The group entity's PreEnqueue (the gang checks) is ``pre_enqueue.EntityGate``,
+which ``SubQueues`` runs.
 """
 
 from __future__ import annotations
@@ -39,25 +36,11 @@ from troupe.queue.hints import Strategy
 from troupe.queue.in_flight import InFlight
 from troupe.queue.sub_queues import QueueName, SubQueues
 
-GANG_SCHEDULING = "GangScheduling"
-"""The gating plugin recorded on a group entity held back by the gang checks."""
-
-MIN_COUNT_MESSAGE = "waiting for minCount pods from a gang to appear in scheduling queue"
-
 # Incoming-event labels of moves the group index makes.
 GROUP_CHANGE = "PodGroupChange"
 GROUP_ATTEMPT_DONE = "PodGroupAttemptDone"
 
 GroupOf = Callable[[Pod], GroupRef | None]
-
-
-def missing_group_message(ref: GroupRef) -> str:
-    # Upstream's Workload wording, used for all three APIs.
-    return f'waiting for pods\'s workload "{ref.name}" to appear in scheduling queue'
-
-
-def in_flight_message(ref: GroupRef) -> str:
-    return f"waiting for the scheduling attempt of pod group {ref.key} to finish"
 
 
 class GroupIndex:
@@ -90,26 +73,6 @@ class GroupIndex:
         policy yet (the pods wait for the group object, KEP-4671 PreEnqueue)."""
         policy = self._groups.policy(ref)
         return policy is None or policy.gang
-
-    # --- the group's PreEnqueue --------------------------------------------------------
-
-    def gate(self, entity: QueuedGroupInfo) -> Status:
-        ref = entity.ref
-        policy = self._groups.policy(ref)
-        if policy is None:
-            return Status.unresolvable(missing_group_message(ref), plugin=GANG_SCHEDULING)
-        problem = self._groups.problem(ref)
-        if problem is not None:
-            return Status.unresolvable(str(problem), plugin=GANG_SCHEDULING)
-        record = self._book.record(ref.key)
-        if record is not None and record.flying is not None and record.flying is not entity:
-            # One attempt per group at a time: late members wait for its outcome.
-            return Status.unresolvable(in_flight_message(ref), plugin=GANG_SCHEDULING)
-        if policy.gang and self._groups.placed_count(ref.key) + len(entity.members) < (
-            policy.min_count
-        ):
-            return Status.unresolvable(MIN_COUNT_MESSAGE, plugin=GANG_SCHEDULING)
-        return Status()
 
     # --- pods entering ---------------------------------------------------------------------
 
@@ -316,7 +279,7 @@ class GroupIndex:
         self._resort(record, entity)
         if record.flying is not None:
             # Another attempt on this group started meanwhile: wait for its outcome.
-            return self._queues.to_gated(entity, self.gate(entity), event)
+            return self._queues.to_gated(entity, self._queues.run_gate(entity), event)
         return self._queues.requeue(entity, strategy, event)
 
     # --- helpers -----------------------------------------------------------------------
@@ -349,7 +312,7 @@ class GroupIndex:
             return self._queues.requeue(entity, Strategy.AFTER_BACKOFF, event)
         if where is None:
             return self._queues.to_active(entity, event)
-        status = self.gate(entity)
+        status = self._queues.run_gate(entity)
         if not status.is_success:
             # Lost members below minCount, or the group object went away.
             return self._queues.to_gated(entity, status, event)

@@ -14,7 +14,9 @@ popped at cycle ``c`` cares about events logged at cycle ``>= c``; events older
 than the oldest flight are dropped, so the log stays as short as the longest
 attempt in progress. Events may target one entity only (an update of that pod, a
 forced activation): ``target`` is then the entity's ``queue_id``, by which flights
-are indexed too.
+are indexed too. A group entity's flight shares its ``queue_id`` with every
+entity of that group, so ``EntityGate`` finds here whether an attempt of the
+group is running.
 
 Pod flights also remember the latest informer version of their pod and whether it
 was deleted, so a failed attempt requeues the current pod or nothing at all (the

@@ -64,6 +64,7 @@ from troupe.queue.hints import POD_UPDATE_LABEL, Strategy
 from troupe.queue.in_flight import InFlight
 from troupe.queue.intake import Intake
 from troupe.queue.nominator import Nominator
+from troupe.queue.pre_enqueue import EntityGate
 from troupe.queue.retries import Retries
 from troupe.queue.sub_queues import IncomingHook, QueueName, SubQueues
 
@@ -98,17 +99,16 @@ class SchedulingQueue:
         groups: GroupDirectory = _NO_GROUPS,
     ) -> None:
         self._clock = clock
-        self._pre_enqueue = pre_enqueue
+        self._in_flight = InFlight()
         self._queues = SubQueues(
             less,
             clock,
-            self._gate,
+            EntityGate(pre_enqueue, groups, self._in_flight),
             initial_backoff,
             max_backoff,
             on_incoming,
             absorb=lambda entity, event: self._groups.absorb(entity, event),
         )
-        self._in_flight = InFlight()
         self._groups = GroupIndex(
             self._queues, self._in_flight, groups, group_of, pre_enqueue, clock
         )
@@ -130,16 +130,6 @@ class SchedulingQueue:
             clock,
         )
         self._stopped = asyncio.Event()
-
-    def _gate(self, entity: QueuedEntity) -> Status:
-        """PreEnqueue of an entity: the gang checks for a group, the pod's plugins for a pod."""
-        if isinstance(entity, QueuedGroupInfo):
-            return self._groups.gate(entity)
-        for pod in entity.pods():
-            status = self._pre_enqueue(pod)
-            if not status.is_success:
-                return status
-        return Status()
 
     @property
     def hint_errors(self) -> int:
