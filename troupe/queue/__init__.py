@@ -5,9 +5,11 @@ profile's QueueSort ``less`` and PreEnqueue runner, feeds it from the informers
 and pops ``QueuedEntity`` objects from it. One module per sub-queue: ``active``,
 ``backoff``, ``unschedulable`` (also the gated pool), ``in_flight``, ``nominator``;
 ``scheduling_queue`` holds the flow between them, with ``intake`` (informer
-input), ``group_index`` / ``group_records`` (pod-group entities), ``retries``
-(hints, activation, flushes) and ``pre_enqueue`` (an entity's PreEnqueue: the
-gang checks for a group). Imports only ``troupe.api``.
+input), ``retries`` (hints, activation, flushes), ``moves`` (a pod may join its
+group on the way into a sub-queue), ``group_table`` (which group each pod is in)
+and ``group_queue`` (one group's entity, flight and solo pods, and every change of
+them), ``pre_enqueue`` (the gang checks). Imports only ``troupe.api``; no module
+calls back into one that imports it.
 """
 
 from troupe.queue.backoff import backoff_duration

@@ -19,8 +19,8 @@ entity of that group, so ``EntityGate`` finds here whether an attempt of the
 group is running.
 
 Pod flights also remember the latest informer version of their pod and whether it
-was deleted, so a failed attempt requeues the current pod or nothing at all (the
-``GroupIndex`` keeps the same for the members of a group in flight).
+was deleted, so a failed attempt requeues the current pod or nothing at all (a
+group's ``GroupQueue`` keeps the same for the members of its entity in flight).
 A leaf: it imports only ``entity``.
 """
 

@@ -13,7 +13,9 @@ out of the unschedulable and gated pools or out of backoff:
   was in flight.
 
 Every move re-checks that the entity is still where the list said: a member
-released from the gated pool joins its group entity and may move it too.
+released from the gated pool joins its group entity and may move it too. Entities
+move through ``Moves`` (a pod may join its group); ``SchedulingQueue`` and
+``Intake`` call in, and nothing here calls back up.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from troupe.api.clock import Clock
 from troupe.api.events import FORCE_ACTIVATE, ClusterEvent, Resource
 from troupe.api.objects import Pod
 from troupe.queue.entity import GROUP_ID_PREFIX, QueuedEntity
-from troupe.queue.group_records import GroupBook
+from troupe.queue.group_table import GroupTable
 from troupe.queue.hints import POD_UPDATE_LABEL, HintRegistry, Strategy
 from troupe.queue.in_flight import InFlight, LoggedEvent
+from troupe.queue.moves import Moves
 from troupe.queue.sub_queues import SubQueues
 
 # Event labels of scheduler_queue_incoming_pods_total (upstream framework/events.go).
@@ -38,14 +41,16 @@ class Retries:
     def __init__(
         self,
         queues: SubQueues,
+        moves: Moves,
         in_flight: InFlight,
-        book: GroupBook,
+        groups: GroupTable,
         clock: Clock,
         max_in_unschedulable: float,
     ) -> None:
         self._queues = queues
+        self._moves = moves
         self._in_flight = in_flight
-        self._book = book
+        self._groups = groups
         self._clock = clock
         self._max_in_unschedulable = max_in_unschedulable
         self.hints = HintRegistry()
@@ -79,7 +84,7 @@ class Retries:
             errors += failed
             if strategy is not Strategy.SKIP:
                 self._queues.unschedulable.remove(entity.queue_id)
-                self._queues.requeue(entity, strategy, str(event))
+                self._moves.requeue(entity, strategy, str(event))
         for entity in gated:
             if entity.queue_id not in self._queues.gated:
                 continue
@@ -87,7 +92,7 @@ class Retries:
             strategy, failed = self.hints.strategy(entity, event, old, new, gate)
             errors += failed
             if strategy is not Strategy.SKIP:
-                self._queues.recheck_gated(entity, str(event))
+                self._moves.release_gated(entity, str(event))
         self.hint_errors += errors
         return errors
 
@@ -101,29 +106,29 @@ class Retries:
             if target is not None and target not in entity.pod_keys():
                 continue
             if self._queues.unschedulable.remove(entity.queue_id) is not None:
-                self._queues.requeue(entity, Strategy.AFTER_BACKOFF, str(event))
+                self._moves.requeue(entity, Strategy.AFTER_BACKOFF, str(event))
 
     def activate(self, keys: Iterable[str]) -> None:
         label = str(FORCE_ACTIVATE)
         for key in keys:
             queue_id = self.entity_id(key)
-            if self._book.flying_with(key) is not None or (
+            if self._groups.flying_with(key) is not None or (
                 self._queues.where(queue_id) is None and queue_id in self._in_flight
             ):
                 # Retried as soon as the attempt fails.
                 self._in_flight.log(FORCE_ACTIVATE, None, None, target=queue_id)
                 self.move_request_cycle = self._in_flight.cycle
             elif (entity := self._queues.unschedulable.remove(queue_id)) is not None:
-                self._queues.to_active(entity, label)
+                self._moves.to_active(entity, label)
             elif (entity := self._queues.backoff.remove(queue_id)) is not None:
-                self._queues.to_active(entity, label, admit=False)
+                self._moves.to_active(entity, label, admit=False)
             elif (entity := self._queues.gated.get(queue_id)) is not None:
-                self._queues.recheck_gated(entity, label)
+                self._moves.release_gated(entity, label)
 
     def entity_id(self, pod_key: str) -> str:
         """The ``queue_id`` of the entity holding ``pod_key`` (its group's, for a member)."""
-        record = self._book.flying_with(pod_key) or self._book.queued_with(pod_key)
-        return GROUP_ID_PREFIX + record.ref.key if record is not None else pod_key
+        group = self._groups.flying_with(pod_key) or self._groups.queued_with(pod_key)
+        return GROUP_ID_PREFIX + group.ref.key if group is not None else pod_key
 
     # --- periodic flushes ------------------------------------------------------------
 
@@ -133,7 +138,7 @@ class Retries:
             if self._queues.where(entity.queue_id) is not None:
                 continue  # already moved along with a member that joined it
             # PreEnqueue ran when the entity entered backoff (upstream SchedulerPopFromBackoffQ).
-            self._queues.to_active(entity, BACKOFF_COMPLETE, admit=False)
+            self._moves.to_active(entity, BACKOFF_COMPLETE, admit=False)
         return len(completed)
 
     def flush_unschedulable_leftover(self) -> int:
@@ -141,10 +146,10 @@ class Retries:
         stale = self._queues.unschedulable.entered_before(cutoff)
         for entity in stale:
             if self._queues.unschedulable.remove(entity.queue_id) is not None:
-                self._queues.requeue(entity, Strategy.AFTER_BACKOFF, UNSCHEDULABLE_TIMEOUT)
+                self._moves.requeue(entity, Strategy.AFTER_BACKOFF, UNSCHEDULABLE_TIMEOUT)
         for entity in self._queues.gated.entered_before(cutoff):
             if entity.queue_id in self._queues.gated:
-                self._queues.recheck_gated(entity, UNSCHEDULABLE_TIMEOUT)
+                self._moves.release_gated(entity, UNSCHEDULABLE_TIMEOUT)
         return len(stale)
 
     # --- verdicts ----------------------------------------------------------------------
@@ -182,5 +187,5 @@ class Retries:
             self.hint_errors += failed
         if strategy is not Strategy.SKIP:
             self._queues.unschedulable.remove(entity.queue_id)
-            self._queues.requeue(entity, strategy, POD_UPDATE_LABEL)
+            self._moves.requeue(entity, strategy, POD_UPDATE_LABEL)
         return self.hint_errors - errors_before
