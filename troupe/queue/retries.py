@@ -8,7 +8,7 @@ out of the unschedulable and gated pools or out of backoff:
   for any of its members (KEP-4671 "Retries"; ``hints._ask`` asks every pod);
 * ``activate`` and ``move_all``: forced moves;
 * ``flush_backoff_completed`` / ``flush_unschedulable_leftover``: the periodic
-  flushes (1 s and 30 s, as upstream);
+  flushes (1 s and 30 s, as upstream), which ``run_flushes`` drives;
 * ``after_attempt``: where a failed entity goes, from the events seen while it
   was in flight.
 
@@ -20,7 +20,8 @@ move through ``Moves`` (a pod may join its group); ``SchedulingQueue`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Callable, Iterable
 
 from troupe.api.clock import Clock
 from troupe.api.events import FORCE_ACTIVATE, ClusterEvent, Resource
@@ -35,6 +36,9 @@ from troupe.queue.sub_queues import SubQueues
 # Event labels of scheduler_queue_incoming_pods_total (upstream framework/events.go).
 BACKOFF_COMPLETE = "BackoffComplete"
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+
+BACKOFF_FLUSH_PERIOD = 1.0
+UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 
 
 class Retries:
@@ -151,6 +155,28 @@ class Retries:
             if entity.queue_id in self._queues.gated:
                 self._moves.release_gated(entity, UNSCHEDULABLE_TIMEOUT)
         return len(stale)
+
+    async def run_flushes(self, stopped: asyncio.Event) -> None:
+        """Run both flushes on the injected clock until ``stopped`` is set."""
+        async with asyncio.TaskGroup() as tasks:
+            loops = [
+                tasks.create_task(
+                    self._every(BACKOFF_FLUSH_PERIOD, self.flush_backoff_completed, stopped)
+                ),
+                tasks.create_task(
+                    self._every(
+                        UNSCHEDULABLE_FLUSH_PERIOD, self.flush_unschedulable_leftover, stopped
+                    )
+                ),
+            ]
+            await stopped.wait()
+            for loop in loops:
+                loop.cancel()
+
+    async def _every(self, period: float, flush: Callable[[], int], stopped: asyncio.Event) -> None:
+        while not stopped.is_set():
+            await self._clock.sleep(period)
+            flush()
 
     # --- verdicts ----------------------------------------------------------------------
 

@@ -72,9 +72,6 @@ from troupe.queue.sub_queues import IncomingHook, QueueName, SubQueues
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 """Incoming-event label of an entity handed back after a failed attempt."""
 
-BACKOFF_FLUSH_PERIOD = 1.0
-UNSCHEDULABLE_FLUSH_PERIOD = 30.0
-
 QUEUES: tuple[QueueName, ...] = ("active", "backoff", "unschedulable", "gated")
 KINDS: tuple[EntityKind, ...] = ("pod", "podgroup")
 
@@ -319,21 +316,7 @@ class SchedulingQueue:
 
     async def run(self) -> None:
         """Run both flushes (1 s and 30 s, as upstream) on the injected clock until ``close``."""
-        async with asyncio.TaskGroup() as tasks:
-            loops = [
-                tasks.create_task(self._every(BACKOFF_FLUSH_PERIOD, self.flush_backoff_completed)),
-                tasks.create_task(
-                    self._every(UNSCHEDULABLE_FLUSH_PERIOD, self.flush_unschedulable_leftover)
-                ),
-            ]
-            await self._stopped.wait()
-            for loop in loops:
-                loop.cancel()
-
-    async def _every(self, period: float, flush: Callable[[], int]) -> None:
-        while not self._stopped.is_set():
-            await self._clock.sleep(period)
-            flush()
+        await self._retries.run_flushes(self._stopped)
 
     # --- inspection ----------------------------------------------------------------
 
