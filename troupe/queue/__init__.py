@@ -8,8 +8,9 @@ and pops ``QueuedEntity`` objects from it. One module per sub-queue: ``active``,
 input), ``retries`` (hints, activation, flushes), ``moves`` (a pod may join its
 group on the way into a sub-queue), ``group_table`` (which group each pod is in)
 and ``group_queue`` (one group's entity, flight and solo pods, and every change of
-them), ``pre_enqueue`` (the gang checks). Imports only ``troupe.api``; no module
-calls back into one that imports it.
+them), ``pre_enqueue`` (the gang checks). Imports only ``troupe.api``. Calls go
+down: no module here calls back into one that imports it (the callables the
+scheduler passes in, PreEnqueue, ``group_of``, ``on_incoming``, are its own).
 """
 
 from troupe.queue.backoff import backoff_duration
