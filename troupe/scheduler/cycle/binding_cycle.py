@@ -10,11 +10,13 @@ A pod waiting at Permit takes a binding slot only once allowed (a rejected one
 never takes one).
 
 A binding can be *called off* before it is sent (``call_off``): its node was
-deleted (``node_deleted``), or the gang it belongs to was released. Its task is
-cancelled; a binding still waiting (for a slot, for the client's rate limiter, or
-at Permit) then sends nothing and fails like a refused binding, so the pod goes
-back to the queue instead of being bound to a node that is gone. Every binding
-also checks that its node still exists right before Bind.
+deleted (``node_deleted``), or the gang it belongs to was released. A binding
+that has not started sees it when it starts; one that waits for the client's
+rate limiter sees it right before its request would leave (``CALL_OFF``, read by
+the client). It then sends nothing and fails like a refused binding, so the pod
+goes back to the queue instead of being bound to a node that is gone. A request
+already on the wire is never interrupted (its outcome is the API server's). Every
+binding also checks that its node still exists right before Bind.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 import structlog
 
-from troupe.api.client import ApiError, Event, ObjectRef
+from troupe.api.client import CALL_OFF, ApiError, Event, ObjectRef
 from troupe.api.clock import Clock
 from troupe.api.cycle import CycleState
 from troupe.api.events import ASSIGNED_POD_DELETE
@@ -83,9 +85,6 @@ class BindingCycle:
         self._tasks: dict[str, dict[str, asyncio.Task[Any]]] = {}
         # Pods whose binding was called off, with why; read by the binding itself.
         self._called_off: dict[str, str] = {}
-        # Pods inside ``bind_steps``: only these are cancelled when called off (a
-        # task not started yet sees ``_called_off`` when it starts).
-        self._in_steps: set[str] = set()
 
     # --- owned binding tasks ----------------------------------------------------------
 
@@ -105,14 +104,12 @@ class BindingCycle:
         self._called_off.pop(key, None)
 
     def call_off(self, key: str, node: str, why: str) -> bool:
-        """Cancel the binding of ``key`` to ``node`` if it is still running; the
-        binding then fails with ``why`` (unless it was already sent)."""
+        """Call off the binding of ``key`` to ``node`` if it is still running: it
+        fails with ``why`` unless its request was already sent."""
         task = self._tasks.get(node, {}).get(key)
         if task is None or task.done():
             return False
         self._called_off[key] = why
-        if key in self._in_steps:
-            task.cancel()
         return True
 
     def node_deleted(self, node: str) -> list[str]:
@@ -208,14 +205,17 @@ class BindingCycle:
         permit_timed: bool = False,
     ) -> Status:
         """WaitOnPermit, PreBind, Bind. A cancelled binding unreserves and forgets;
-        one called off (``call_off``) returns its failure for the caller to undo.
+        one called off (``call_off``) before it was sent returns that failure for the
+        caller to undo.
         ``permit_timed``: the Permit wait was already measured (``wait_for_permit``)."""
         status = SUCCESS
         key = info.key
         called_off = self._called_off.get(key)
         if called_off is not None:
             return Status.unschedulable(called_off)
-        self._in_steps.add(key)
+        bound = False
+        # The client asks this before sending the binding (after its rate limiter).
+        guard = CALL_OFF.set(lambda: self._called_off.get(key))
         try:
             waiting = self.waiting.get(info.key)
             if waiting is not None:
@@ -229,27 +229,20 @@ class BindingCycle:
                 # Run "prebind" plugins.
                 status = await fwk.run_pre_bind(state, info, node)
             if status.is_success and node not in self.cache.table.index:
-                gone = f"node {node} was deleted before the pod was bound to it"
-                self._called_off[info.key] = gone
-                status = Status.unschedulable(gone)
-            if status.is_success:
+                self._called_off[key] = f"node {node} was deleted before the pod was bound to it"
+            if status.is_success and key not in self._called_off:
                 # Run "bind" plugins.
                 status = await fwk.run_bind(state, info, node)
-        except asyncio.CancelledError:
-            why = self._called_off.get(info.key)
-            task = asyncio.current_task()
-            if why is None or task is None:
-                self.revert(fwk, state, info, node)
-                raise
-            # Called off on purpose: not a shutdown, a failure of this binding.
-            task.uncancel()
-            self.waiting.remove(info.key)
-            return Status.unschedulable(why)
+                bound = status.is_success
         except BaseException:
             self.revert(fwk, state, info, node)
             raise
         finally:
-            self._in_steps.discard(key)
+            CALL_OFF.reset(guard)
+        why = self._called_off.get(key)
+        if why is not None and not bound:
+            # Called off before it was sent (or refused for that reason by the client).
+            return Status.unschedulable(why)
         return status
 
     def bound(
