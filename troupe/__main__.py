@@ -1,7 +1,5 @@
 """``python -m troupe``: the same as the ``troupe`` command."""
 
-import sys
+from troupe.cli import entry
 
-from troupe.cli import main
-
-sys.exit(main())
+entry()

@@ -227,3 +227,42 @@ async def test_a_leader_whose_lease_is_taken_stops_and_exits_1_saying_why(
     assert [(e["level"], e["lease"]) for e in lost] == [("error", f"kube-system/{LEASE}")]
     # It stopped without writing over the new holder's lease.
     assert lease_spec(cluster)["holderIdentity"] == "thief_1"
+
+
+async def test_a_leader_paused_past_its_lease_binds_nothing_when_it_resumes(
+    cluster: SimCluster, tmp_path: Path
+) -> None:
+    bindings = Bindings(cluster)
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    proc = await start_replica("a", tmp_path, kubeconfig)
+    log = tmp_path / "a.log"
+    try:
+        await eventually(lambda: holder(cluster) == "a", timeout=30, what=log.read_text)
+        for i in range(3):
+            cluster.store.create("pods", pod(f"before-{i}", cpu="100m"))
+        await eventually(lambda: len(bindings.node) == 3, timeout=20, what=log.read_text)
+        # The process is paused (a VM pause, a long GC pause, SIGSTOP) longer than its
+        # lease; meanwhile another replica takes the lease and pods arrive.
+        proc.send_signal(signal.SIGSTOP)
+        lease = cluster.store.get("leases.coordination.k8s.io", LEASE, "kube-system")
+        lease["spec"].update(holderIdentity="b_1", leaseDurationSeconds=60)
+        cluster.store.update("leases.coordination.k8s.io", lease)
+        for i in range(20):
+            cluster.store.create("pods", pod(f"during-{i}", cpu="100m"))
+        await asyncio.sleep(3)
+        # Its lease requests answer slowly: it cannot learn of the new holder quickly.
+        cluster.server.faults.delay("*", r"/leases", 3.0, times=100)
+        audit = cluster.server.start_audit()
+        proc.send_signal(signal.SIGCONT)
+        code = await asyncio.wait_for(proc.wait(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+            await proc.wait()
+    assert code == 1, log.read_text()[-2000:]
+    assert sorted(bindings.node) == [f"default/before-{i}" for i in range(3)]
+    writes = [(r.method, r.path) for r in audit if r.method != "GET" and "/leases" not in r.path]
+    assert writes == [], "a replica that cannot prove its lease sends no write"
+    entries = log_entries(log)
+    assert any(e["msg"].startswith("lease not renewed within the renew deadline") for e in entries)

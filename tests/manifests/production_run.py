@@ -50,7 +50,8 @@ class Request:
 class ProductionRun:
     requests: list[Request] = field(default_factory=list)
     scrapes: dict[str, Samples] = field(default_factory=dict)
-    # Test-clock time of each scrape (time.monotonic()).
+    # Test-clock time (time.monotonic()) each scrape was sent, and answered.
+    scrape_sent_at: dict[str, float] = field(default_factory=dict)
     scraped_at: dict[str, float] = field(default_factory=dict)
     exit_status: int | None = None
     lease: dict[str, Any] = field(default_factory=dict)
@@ -176,6 +177,7 @@ async def _play(cluster: SimCluster, run: ProductionRun, tmp_path: Path) -> None
     task = asyncio.ensure_future(serve_elected(config, connection, options, probes, stop))
 
     async def snapshot(phase: str) -> None:
+        run.scrape_sent_at[phase] = time.monotonic()
         run.scrapes[phase] = await scrape(base)
         run.scraped_at[phase] = time.monotonic()
 

@@ -91,7 +91,9 @@ def test_gang_pending_too_long_tracks_the_gang_across_queue_moves(
     before, after = "leading", "after a retry"
     (age_before,) = selected(recorded_run.scrapes[before], expr).values()
     (age_after,) = selected(recorded_run.scrapes[after], expr).values()
-    elapsed = recorded_run.scraped_at[after] - recorded_run.scraped_at[before]
+    # The least time that can separate the two readings: from the first answer to
+    # the second request (a slow answer on a loaded machine cannot shrink it).
+    elapsed = recorded_run.scrape_sent_at[after] - recorded_run.scraped_at[before]
     # At least a second old at the first scrape (the run waits one), and the retry
     # in between (the gang left the unschedulable queue and came back) did not
     # reset it.

@@ -194,6 +194,9 @@ EXERCISED = [
     ("patch", "", "pods", "status"),
     ("list", "", "nodes", ""),
     ("watch", "", "nodes", ""),
+    # The Namespace informer InterPodAffinity's namespaceSelector is matched with.
+    ("list", "", "namespaces", ""),
+    ("watch", "", "namespaces", ""),
     ("create", "events.k8s.io", "events", ""),
     ("patch", "events.k8s.io", "events", ""),  # a FailedScheduling series
     ("get", "coordination.k8s.io", "leases", ""),
@@ -318,6 +321,7 @@ CONTRACT = set().union(
     _each("patch", "", "pods/status"),
     _each("create", "", "pods/eviction"),
     _each("get list watch", "", "nodes"),
+    _each("list watch", "", "namespaces"),
     _each("create patch", "", "events"),
     _each("create patch", "events.k8s.io", "events"),
     _each("create get update", "coordination.k8s.io", "leases"),

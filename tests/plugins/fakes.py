@@ -16,6 +16,8 @@ from troupe.api.clock import FakeClock
 from troupe.api.cycle import CycleState
 from troupe.api.framework import (
     FilterPlugin,
+    NamespaceLabels,
+    NamespaceLister,
     PreFilterPlugin,
     PreScorePlugin,
     ScoreExtensions,
@@ -56,10 +58,15 @@ class RecordingClient:
 
 
 class FakeHandle:
-    def __init__(self, table: NodeTable | None = None) -> None:
+    def __init__(
+        self, table: NodeTable | None = None, namespaces: NamespaceLister | None = None
+    ) -> None:
         self._table = table if table is not None else NodeTable()
         self._client = RecordingClient()
         self._clock = FakeClock()
+        self._namespaces: NamespaceLister = (
+            namespaces if namespaces is not None else NamespaceLabels()
+        )
 
     @property
     def client(self) -> RecordingClient:
@@ -86,6 +93,10 @@ class FakeHandle:
 
     def iterate_waiting_pods(self) -> Sequence[WaitingPod]:
         return ()
+
+    @property
+    def namespaces(self) -> NamespaceLister:
+        return self._namespaces
 
 
 def conflict(message: str = "pod already bound") -> ApiError:

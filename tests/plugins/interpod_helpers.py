@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from troupe.api.cycle import CycleState
+from troupe.api.framework import NamespaceLabels
 from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Node, Pod
 from troupe.api.podinfo import PodInfo
@@ -43,13 +44,17 @@ def pod(name: str, labels: Mapping[str, str] = WEB) -> PodBuilder:
     return make_pod().name(name).labels(labels)
 
 
-def plugin(args: InterPodAffinityArgs | None = None) -> InterPodAffinity:
-    return InterPodAffinity(args, FakeHandle())
+def plugin(
+    args: InterPodAffinityArgs | None = None, namespaces: NamespaceLabels | None = None
+) -> InterPodAffinity:
+    return InterPodAffinity(args, FakeHandle(namespaces=namespaces))
 
 
-def run_filter(pl: InterPodAffinity, incoming: Pod, table: NodeTable) -> dict[str, str] | None:
+def run_filter(
+    pl: InterPodAffinity, incoming: Pod | PodInfo, table: NodeTable
+) -> dict[str, str] | None:
     """Node name -> "ok" or the short reason; None when PreFilter skipped."""
-    info = PodInfo.of(incoming)
+    info = incoming if isinstance(incoming, PodInfo) else PodInfo.of(incoming)
     state = CycleState()
     _, status = pl.pre_filter(state, info, table)
     if status.is_skip:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from troupe.api.events import Action, Resource
 from troupe.api.objects import Node, Pod
-from troupe.plugins.interpodaffinity.plugin import after_node_change, after_pod_change
+from troupe.plugins.interpodaffinity.plugin import after_node_change
 
 from tests.plugins.builders import PodBuilder
 from tests.plugins.interpod_helpers import (
@@ -72,7 +72,7 @@ def placed(b: PodBuilder) -> Pod:
     ],
 )
 def test_pod_hint(target: Pod, old: Pod | None, new: Pod | None, queue: bool) -> None:
-    assert (after_pod_change(target, old, new).name == "QUEUE") is queue
+    assert (plugin().after_pod_change(target, old, new).name == "QUEUE") is queue
 
 
 @pytest.mark.parametrize(
@@ -119,4 +119,5 @@ def test_registered_events() -> None:
     assert events == {
         (Resource.ASSIGNED_POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.DELETE),
         (Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),
+        (Resource.NAMESPACE, Action.ADD | Action.UPDATE_NAMESPACE_LABEL | Action.DELETE),
     }

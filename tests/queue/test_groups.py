@@ -8,7 +8,7 @@ import pytest
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
 from troupe.api.objects import Pod
 from troupe.queue import GANG_SCHEDULING, MIN_COUNT_MESSAGE, QueuedGroupInfo
-from troupe.queue.group_index import in_flight_message
+from troupe.queue.pre_enqueue import in_flight_message
 
 from tests.plugins.builders import make_pod
 from tests.queue.helpers import (
@@ -310,6 +310,32 @@ def test_a_gang_turned_basic_releases_its_members_as_pods() -> None:
     h.queue.group_changed(ref("g"))
     assert h.queue.where_group(G) is None
     assert sorted(e.key for e in h.queue.entities("active")) == ["default/a", "default/b"]
+
+
+def test_a_gang_turned_basic_and_back_gathers_its_members_again() -> None:
+    h = harness(groups=groups_with(g=gang(2)))
+    h.queue.add(member("a", "g"))
+    h.queue.add(member("b", "g"))
+    h.groups.set("g", BASIC)
+    h.queue.group_changed(ref("g"))
+    h.groups.set("g", gang(2))
+    h.queue.group_changed(ref("g"))
+    assert h.queue.where_group(G) == "active" and h.members_of(G) == ["default/a", "default/b"]
+    assert len(h.queue) == 1
+
+
+def test_a_remainder_requeued_after_its_group_turned_basic_comes_back_as_pods() -> None:
+    h = harness(groups=groups_with(g=gang(2)))
+    h.queue.add(member("a", "g"))
+    h.queue.add(member("b", "g"))
+    entity = h.pop_group()
+    h.groups.set("g", BASIC)
+    h.queue.group_changed(ref("g"))
+    assert h.fail_group(entity, entity.pod_keys(), rejected_by=[]) == "backoff"
+    assert h.queue.where_group(G) is None
+    pods = h.queue.entities("backoff")
+    assert sorted(e.key for e in pods) == ["default/a", "default/b"]
+    assert {(e.kind, e.attempts) for e in pods} == {("pod", 1)}
 
 
 # --- identity, counts, timing ---------------------------------------------------------------------

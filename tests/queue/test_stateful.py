@@ -31,7 +31,7 @@ from troupe.queue import (
     missing_group_message,
     priority_sort_less,
 )
-from troupe.queue.group_index import in_flight_message
+from troupe.queue.pre_enqueue import in_flight_message
 
 from tests.plugins.builders import make_pod
 from tests.queue.helpers import (

@@ -29,8 +29,12 @@ class Recorder:
     # pods deleted, in order.
     nominations: dict[str, str] = field(default_factory=dict)
     deletions: list[str] = field(default_factory=list)
+    # When set, every binding waits for it (bindings held in flight).
+    hold: asyncio.Event | None = None
 
     async def bind(self, pod: Pod, node_name: str) -> None:
+        if self.hold is not None:
+            await self.hold.wait()
         errors = self.bind_errors.get(pod.key)
         if errors:
             raise errors.pop(0)

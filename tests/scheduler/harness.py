@@ -8,7 +8,8 @@ from typing import Any
 
 from troupe.api.clock import FakeClock
 from troupe.api.config import config_document, load_config
-from troupe.api.objects import Node, Pod
+from troupe.api.framework import NamespaceLabels
+from troupe.api.objects import Namespace, Node, ObjectMeta, Pod
 from troupe.plugins.registry import Registry, catalog, default_registry
 from troupe.scheduler.loop.schedule_one import Scheduler
 from troupe.scheduler.observe.metrics import SchedulerMetrics
@@ -25,13 +26,22 @@ class Harness:
         echo: bool = True,
         seed: int = 0,
         metrics: SchedulerMetrics | None = None,
+        namespaces: NamespaceLabels | None = None,
     ) -> None:
         self.registry = registry or default_registry()
         self.config = load_config(config_document(**(config or {})), catalog(self.registry))
         self.clock = FakeClock()
         self.client = Recorder()
+        # Namespace labels as the Namespace informer would keep them.
+        self.namespaces = namespaces if namespaces is not None else NamespaceLabels()
         self.scheduler = Scheduler(
-            self.config, self.registry, self.client, self.clock, seed=seed, metrics=metrics
+            self.config,
+            self.registry,
+            self.client,
+            self.clock,
+            seed=seed,
+            metrics=metrics,
+            namespaces=self.namespaces,
         )
         self.handlers = ClusterEventHandlers(self.scheduler)
         if echo:
@@ -40,6 +50,18 @@ class Harness:
     def nodes(self, nodes: Iterable[Node]) -> Harness:
         for node in nodes:
             self.handlers.on_node_add(node)
+        return self
+
+    def namespace(self, name: str, **labels: str) -> Harness:
+        """Add or relabel namespace ``name``, as the Namespace informer reports it."""
+        new = Namespace(metadata=ObjectMeta(name=name, labels=labels))
+        old_labels = self.namespaces.labels_of(name)
+        if self.namespaces.put(new):
+            if old_labels is None:
+                self.handlers.on_namespace_add(new)
+            else:
+                old = Namespace(metadata=ObjectMeta(name=name, labels=dict(old_labels)))
+                self.handlers.on_namespace_update(old, new)
         return self
 
     def pods(self, pods: Iterable[Pod]) -> Harness:

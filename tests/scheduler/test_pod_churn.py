@@ -85,10 +85,35 @@ def round_pods(r: int, count: int) -> list[Pod]:
     return pods
 
 
-async def churn(h: Harness, r: int, count: int) -> list[weakref.ref[Pod]]:
+def selector_round_pods(r: int, count: int) -> list[Pod]:
+    """Pods in namespace ``team-a`` whose terms select namespaces by label: a required
+    anti-affinity by zone to a label no pod carries, and a preferred affinity to the
+    round's ``web-0`` pods, both in the namespaces labelled ``team=a``."""
+    return [
+        make_pod()
+        .name(f"r{r}-p{i}")
+        .uid(f"r{r}-u{i}")
+        .namespace("team-a")
+        .label("app", f"web-{i % 5}")
+        .req(cpu="100m", memory="64Mi")
+        .scheduler_name("troupe-scheduler")
+        .pod_anti_affinity(ZONE, {"app": "nobody"}, namespace_selector={"team": "a"})
+        .pod_affinity(HOST, {"app": "web-0"}, weight=10, namespace_selector={"team": "a"})
+        .obj()
+        for i in range(count)
+    ]
+
+
+async def churn(
+    h: Harness,
+    r: int,
+    count: int,
+    make: Callable[[int, int], list[Pod]] = round_pods,
+    namespace: str = "default",
+) -> list[weakref.ref[Pod]]:
     """One round: create, schedule, bind, delete. Weak references to every Pod
     object of the round: as created, as bound (the watch's copy), as terminating."""
-    pods = round_pods(r, count)
+    pods = make(r, count)
     seen = [weakref.ref(p) for p in pods]
     h.pods(pods)
     del pods
@@ -96,7 +121,7 @@ async def churn(h: Harness, r: int, count: int) -> list[weakref.ref[Pod]]:
     cache = h.scheduler.cache
     gone = []
     for i in range(count):
-        info = cache.info_of(f"default/r{r}-p{i}")
+        info = cache.info_of(f"{namespace}/r{r}-p{i}")
         assert info is not None and not cache.is_assumed(info.key), f"r{r}-p{i} is not bound"
         pod = info.pod
         if i % 2:
@@ -127,6 +152,30 @@ async def test_no_deleted_pod_stays_alive_after_rounds_of_churn() -> None:
         gone += await churn(h, r, 90)
         left = alive(gone)
         assert left == 0, f"after round {r}: {left} deleted pods alive"
+    await h.close()
+
+
+async def test_pods_with_namespace_selectors_are_freed_and_their_records_stay_small() -> None:
+    # The incoming pod's terms resolved against namespace labels are kept on its
+    # PodInfo (freed with the pod); its record, which the change log keeps, holds
+    # only the compiled terms, whatever the namespace labels did meanwhile.
+    h = Harness().nodes(node(i) for i in range(6)).namespace("team-a", team="a")
+    h.namespace("team-b", team="b")
+    table = h.scheduler.cache.table
+    seq = table.change_seq
+    gone: list[weakref.ref[Pod]] = []
+    for r in range(3):
+        gone += await churn(h, r, 60, selector_round_pods, "team-a")
+        left = alive(gone)
+        assert left == 0, f"after round {r}: {left} deleted pods alive"
+        h.namespace("team-b", team="a" if r % 2 == 0 else "b")  # the generation moves
+    changes = table.changes_since(seq)
+    # Every pod added and removed, a terminating one removed and added once more.
+    assert changes is not None and len(changes) == 3 * (60 + 30 * 2 + 60)
+    assert sum(sign for sign, _, _ in changes) == 0
+    compiled = {tuple(record.affinity.compiled) for _, _, record in changes if record.affinity}
+    # (A record the plugin has not read yet has nothing compiled.)
+    assert ("InterPodAffinity",) in compiled and compiled <= {(), ("InterPodAffinity",)}
     await h.close()
 
 

@@ -7,11 +7,35 @@ against a Kubernetes API server; unit tests use a recording double.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from troupe.api.objects import Pod, PodCondition
+
+
+class CalledOff(Exception):
+    """A write was not sent: the scheduler called it off while it waited to be sent
+    (a binding to a node deleted meanwhile, or a member of a gang that broke)."""
+
+
+CALL_OFF: ContextVar[Callable[[], str | None] | None] = ContextVar("troupe_call_off", default=None)
+"""Set by a binding cycle for its own task: why its writes are called off, or None.
+The client asks right before a write leaves (``raise_if_called_off``), after any
+wait for the rate limiter, so a write that was waiting is never sent late."""
+
+
+def raise_if_called_off() -> None:
+    guard = CALL_OFF.get()
+    why = guard() if guard is not None else None
+    if why:
+        raise CalledOff(why)
+
+
+class WriteFenced(RuntimeError):
+    """A write was not sent: this replica cannot prove it holds the leader lease
+    (``troupe.kube.fence``)."""
 
 
 class ApiError(Exception):

@@ -21,6 +21,9 @@ class Resource(StrEnum):
     ASSIGNED_POD = "AssignedPod"  # a pod bound (or assumed) to a node
     POD_GROUP = "PodGroup"
     PRIORITY_CLASS = "PriorityClass"
+    # Not an upstream EventResource: kube-scheduler does not requeue on namespace
+    # changes; troupe does, for InterPodAffinity's namespaceSelector.
+    NAMESPACE = "Namespace"
     WILDCARD = "*"
 
 
@@ -35,6 +38,7 @@ class Action(Flag):
     UPDATE_POD_SCALE_DOWN = auto()  # requests went down
     UPDATE_POD_TOLERATIONS = auto()
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = auto()
+    UPDATE_NAMESPACE_LABEL = auto()
     UPDATE_OTHER = auto()
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
@@ -45,6 +49,7 @@ class Action(Flag):
         | UPDATE_POD_SCALE_DOWN
         | UPDATE_POD_TOLERATIONS
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_NAMESPACE_LABEL
         | UPDATE_OTHER
     )
     ALL = ADD | DELETE | UPDATE
@@ -86,5 +91,10 @@ NODE_ADD = ClusterEvent(Resource.NODE, Action.ADD, "NodeAdd")
 NODE_DELETE = ClusterEvent(Resource.NODE, Action.DELETE, "NodeDelete")
 ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd")
 ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete")
+NAMESPACE_ADD = ClusterEvent(Resource.NAMESPACE, Action.ADD, "NamespaceAdd")
+NAMESPACE_LABEL_UPDATE = ClusterEvent(
+    Resource.NAMESPACE, Action.UPDATE_NAMESPACE_LABEL, "NamespaceUpdate"
+)
+NAMESPACE_DELETE = ClusterEvent(Resource.NAMESPACE, Action.DELETE, "NamespaceDelete")
 UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WILDCARD, Action.ALL, "UnschedulableTimeout")
 FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, Action.ALL, "ForceActivate")

@@ -15,7 +15,7 @@ Filter and Score are batch operations over the NodeTable (DESIGN.md):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -29,7 +29,7 @@ from troupe.api.cycle import CycleState
 from troupe.api.events import ClusterEventWithHint
 from troupe.api.gangs import GroupDirectory
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
-from troupe.api.objects import Pod
+from troupe.api.objects import Namespace, Pod
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
@@ -282,6 +282,65 @@ class WaitingPod(Protocol):
     def reject(self, plugin: str, message: str) -> None: ...
 
 
+class NamespaceLister(Protocol):
+    """The cluster's namespaces and their labels, as the Namespace informer last saw
+    them (upstream plugins read a Namespace lister from the informer factory)."""
+
+    @property
+    def generation(self) -> int:
+        """Moves whenever a namespace is added, deleted or relabelled: anything
+        derived from namespace labels at one generation holds until it moves."""
+        ...
+
+    def labels_of(self, name: str) -> Mapping[str, str] | None:
+        """Namespace ``name``'s labels; None when the informer has not seen it."""
+        ...
+
+    def items(self) -> Iterable[tuple[str, Mapping[str, str]]]:
+        """(name, labels) of every namespace."""
+        ...
+
+
+class NamespaceLabels:
+    """The ``NamespaceLister`` the scheduler keeps: the Namespace informer
+    (``troupe.kube.namespace_informer``) writes it, plugins read it through
+    ``Handle.namespaces``. The informer and the scheduling cycle share one event
+    loop and a cycle never yields, so the labels cannot change under a cycle."""
+
+    __slots__ = ("_labels", "generation")
+
+    def __init__(self, namespaces: Iterable[Namespace] = ()) -> None:
+        self._labels: dict[str, Mapping[str, str]] = {}
+        self.generation = 0
+        for namespace in namespaces:
+            self.put(namespace)
+
+    def put(self, namespace: Namespace) -> bool:
+        """Record ``namespace``; True when that changed anything (a new namespace or
+        new labels)."""
+        name, labels = namespace.metadata.name, namespace.metadata.labels
+        if self._labels.get(name) == labels:
+            return False
+        self._labels[name] = dict(labels)
+        self.generation += 1
+        return True
+
+    def remove(self, name: str) -> bool:
+        if self._labels.pop(name, None) is None:
+            return False
+        self.generation += 1
+        return True
+
+    def labels_of(self, name: str) -> Mapping[str, str] | None:
+        return self._labels.get(name)
+
+    def items(self) -> Iterable[tuple[str, Mapping[str, str]]]:
+        return self._labels.items()
+
+    def __len__(self) -> int:
+        return len(self._labels)
+
+
 class Handle(Protocol):
     """The framework as a plugin sees it (upstream ``framework.Handle``)."""
 
@@ -305,6 +364,8 @@ class Handle(Protocol):
         ...
 
     def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]: ...
+    @property
+    def namespaces(self) -> NamespaceLister: ...
 
 
 PluginFactory = Callable[[BaseModel | None, Handle], object]

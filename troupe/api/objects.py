@@ -303,3 +303,19 @@ class PriorityClass(KubeModel):
     value: int = 0
     global_default: bool = False
     preemption_policy: str | None = None
+
+
+# --- namespaces ------------------------------------------------------------------------
+
+
+class Namespace(KubeModel):
+    """A namespace: only its name and labels, what a pod affinity term's
+    ``namespaceSelector`` is matched against."""
+
+    api_version: str = "v1"
+    kind: str = "Namespace"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name

@@ -4,7 +4,10 @@ cluster), ``validate-config``, ``version``."""
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
+from typing import NoReturn
 
 from troupe import __version__
 
@@ -44,5 +47,18 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def entry() -> NoReturn:
+    """The ``troupe`` console command and ``python -m troupe``: ``main``, then exit at
+    once. Everything was stopped and flushed by then; what is left is the
+    interpreter freeing every object one by one, which took seconds after a large
+    run (9 s after 10,000 pods in ``troupe sim --serve``) and kept a stopping
+    scheduler's pod Terminating for nothing."""
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

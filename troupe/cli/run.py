@@ -221,7 +221,8 @@ async def _schedule_until_stopped(
         log.info("signal received, shutting down", grace=grace)
     await daemon.stop(grace=grace)
     if waiter.done() and not waiter.cancelled() and waiter.exception() is not None:
-        log.error("scheduling loop failed", err=repr(waiter.exception()))
+        failure = waiter.exception()
+        log.error("scheduling loop failed", err=repr(failure), exc_info=failure)
         return 1
     return 0
 
@@ -271,6 +272,8 @@ async def serve_elected(
             metrics=daemon.metrics,
         )
         probes.elector = elector
+        # Every write of the scheduler asks the elector first (lease fencing).
+        daemon.fence = elector.may_write
 
         async def lead() -> None:
             try:
@@ -299,7 +302,7 @@ async def serve_elected(
         except START_ERRORS as exc:
             return _cannot_start(exc)
         except Exception as exc:
-            log.error("scheduling loop failed", err=repr(exc))
+            log.error("scheduling loop failed", err=repr(exc), exc_info=exc)
             return 1
         finally:
             signals.cancel()

@@ -5,7 +5,9 @@ or aiohttp (an import contract holds the rest of troupe to it).
 - ``KubeClient``: the ``SchedulerClient`` writes — bind, status patch, events — plus
   delete, eviction and custom-object helpers (``client``, ``events``);
 - ``Informer`` / ``SharedInformers``: list + watch into stores and the scheduler's
-  handlers (``informer``, ``shared``);
+  handlers (``informer``, ``shared``); the informers the daemon adds to them:
+  PodDisruptionBudgets (``pdb_informer``), namespace labels
+  (``namespace_informer``), the gang kinds (``gang_informers``);
 - ``TokenBucket``, ``RetryPolicy``: the write limiter and retry bounds;
 - the HTTP/1.1 connection pool for hot requests (``http1``, ``http1_pools``);
 - leader election on a Lease (``leader``) and the scheduler's own HTTP endpoints,
@@ -19,6 +21,7 @@ from troupe.kube.connection import check_reachable, connect, kubeconfig_paths
 from troupe.kube.errors import KubeConnectionError, ResponseError, to_api_error
 from troupe.kube.events import EventPolicy, EventRecorder, micro_time
 from troupe.kube.informer import Informer, InformerConfig, object_key
+from troupe.kube.namespace_informer import NamespaceHandlers
 from troupe.kube.ratelimit import KeyedBuckets, TokenBucket
 from troupe.kube.retry import RetryPolicy, with_retries
 from troupe.kube.shared import ClusterHandlers, SharedInformers
@@ -34,6 +37,7 @@ __all__ = [
     "KeyedBuckets",
     "KubeClient",
     "KubeConnectionError",
+    "NamespaceHandlers",
     "Response",
     "ResponseError",
     "RetryPolicy",

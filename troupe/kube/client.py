@@ -20,7 +20,7 @@ import structlog
 from kubernetes_asyncio.client import ApiClient
 from pydantic_core import to_json
 
-from troupe.api.client import ApiError, Event
+from troupe.api.client import ApiError, Event, raise_if_called_off
 from troupe.api.clock import Clock
 from troupe.api.objects import Pod, PodCondition
 from troupe.kube.events import EventPolicy, EventRecorder
@@ -180,6 +180,8 @@ class KubeClient:
     ) -> Response:
         async def attempt() -> Response:
             await self.limiter.acquire()
+            # A binding called off while it waited for its turn is not sent.
+            raise_if_called_off()
             return await self.transport.request(method, path, body=body, content_type=content_type)
 
         def retry_on(err: ApiError) -> bool:

@@ -21,7 +21,18 @@ leading (``on_started_leading``, an owned task) and renews the lease every
 hook, ``SchedulerMetrics.leading``) is 0 while standing by or stopped and 1 while
 leading, so ``max(leader_election_master_status) == 0`` means nobody schedules.
 
-Deviations, both in the safe direction: leadership ends at once when a renewal finds
+**Fencing.** A leader writes only while it can prove the lease on its own monotonic
+clock: ``may_write`` is true while the last successful renewal *was sent* less
+than ``renew_deadline`` ago (the lease cannot have expired for another replica
+before ``leaseDuration`` after our renewal landed, and it landed after it was
+sent). The scheduler's writes go through a ``FencedTransport``
+(``troupe.kube.fence``) that asks before sending each one. A leader stalled past
+the deadline (SIGSTOP, a VM pause, a long GC pause, CPU throttling) finds out at
+its first write or its next renewal, whichever comes first: the write is not
+sent, and leadership ends at once (``Outcome.LOST``), so the process stops its
+work and exits before anything else goes out.
+
+Deviations, all in the safe direction: leadership ends at once when a renewal finds
 another holder (client-go keeps polling until the deadline), and ``on_stopped_leading``
 runs *before* the release, so scheduling has stopped before anyone else may start.
 """
@@ -143,6 +154,8 @@ class LeaderElector:
         self._leading = False
         self._running = False
         self._stop = asyncio.Event()
+        # Set when a write found the lease stale: leadership ends at once.
+        self._fenced = asyncio.Event()
 
     # --- state -------------------------------------------------------------------
 
@@ -166,6 +179,22 @@ class LeaderElector:
         if self._leading:
             return self.clock.now() - self._last_renew <= self.retry_period + self.renew_deadline
         return self._running
+
+    def may_write(self) -> bool:
+        """Whether this replica may send a write now: it leads, and its last
+        successful renewal was sent less than ``renew_deadline`` ago on its own clock.
+        The first refusal ends leadership (the caller sends nothing)."""
+        if self._leading and self.clock.now() - self._last_renew < self.renew_deadline:
+            return True
+        if self._leading and not self._fenced.is_set():
+            log.error(
+                "lease not renewed within the renew deadline; no more writes",
+                lease=self._key,
+                renewDeadline=self.renew_deadline,
+                sinceRenewal=round(self.clock.now() - self._last_renew, 3),
+            )
+            self._fenced.set()
+        return False
 
     @property
     def observed(self) -> LeaderRecord:
@@ -309,8 +338,9 @@ class LeaderElector:
         """Until we hold the lease (client-go ``acquire``: jittered retries)."""
         log.info("attempting to acquire leader lease", lease=self._key, identity=self.identity)
         while True:
+            sent = self.clock.now()
             if await self._bounded(self.renew_deadline):
-                self._last_renew = self.clock.now()
+                self._last_renew = sent
                 log.info("successfully acquired lease", lease=self._key, identity=self.identity)
                 return
             if self._observed.holder and self._observed.holder != self.identity:
@@ -324,8 +354,19 @@ class LeaderElector:
         while True:
             deadline = self.clock.now() + self.renew_deadline
             while True:
-                if await self._bounded(deadline - self.clock.now()):
-                    self._last_renew = self.clock.now()
+                sent = self.clock.now()
+                if sent - self._last_renew >= self.renew_deadline:
+                    # Stalled past the deadline (the process was paused): the lease
+                    # may be someone else's already, whatever this renewal returns.
+                    log.error(
+                        "lease not renewed within the renew deadline",
+                        lease=self._key,
+                        renewDeadline=self.renew_deadline,
+                    )
+                    return
+                if await self._bounded(deadline - sent):
+                    # The lease runs from when the renewal was sent, at the latest.
+                    self._last_renew = sent
                     break
                 if self._observed.holder != self.identity:
                     log.error("lease taken by another replica", holder=self._observed.holder)
@@ -398,11 +439,13 @@ class LeaderElector:
         on_stopped_leading: Callable[[], Awaitable[None]],
         stop: asyncio.Future[Any],
     ) -> Outcome:
+        self._fenced.clear()
         self._set_leading(True)
         leading = asyncio.ensure_future(on_started_leading())
         renew = asyncio.ensure_future(self._renew())
+        fenced = asyncio.ensure_future(self._fenced.wait())
         try:
-            await _first_of(renew, leading, stop, cancel=(renew,))
+            await _first_of(renew, leading, stop, fenced, cancel=(renew, fenced))
             if stop.done():
                 outcome = Outcome.STOPPED
             elif leading.done():

@@ -3,9 +3,10 @@
 The sub-queues (``active``, ``backoff``, ``unschedulable``) and the QueueSort
 comparator only see ``QueuedEntity``: a key, a priority, a timestamp and the
 bookkeeping of scheduling attempts. Only ``SchedulingQueue`` (with its
-``GroupIndex``) knows how informer pods map to entities: a pod on its own is a
+``GroupTable``) knows how informer pods map to entities: a pod on its own is a
 ``QueuedPodInfo``; the pending members of a gang are one ``QueuedGroupInfo``
-(DESIGN.md "The dual queue", KEP-4671 alternative 3).
+(DESIGN.md "The dual queue", KEP-4671 alternative 3). Entities are data: the
+queue's modules change them, they call nothing.
 
 Sub-queues index entities by ``queue_id``, not ``key``: a scheduler-plugins
 PodGroup's key (``namespace/name``) can equal a pod's key, and both may be queued.
@@ -128,9 +129,9 @@ class QueuedGroupInfo(QueuedEntity):
 
     ``members`` holds only pods that passed their own PreEnqueue; a member still
     held by, say, a scheduling gate waits in the gated pool on its own. ``key`` is
-    the group's ``GroupKey``. Priority and timestamp follow the policy (see
-    ``resort``); the queue calls ``resort`` whenever members or policy change,
-    with the entity out of any heap.
+    the group's ``GroupKey``. The group's ``GroupQueue`` (``group_queue``) adds and
+    removes members and re-sorts the entity (priority and timestamp follow the
+    policy) whenever members or policy change, with the entity out of any heap.
     """
 
     ref: GroupRef
@@ -159,34 +160,6 @@ class QueuedGroupInfo(QueuedEntity):
 
     def pod_keys(self) -> Sequence[str]:
         return tuple(self.members)
-
-    def add_member(self, info: PodInfo, joined: float) -> None:
-        """Add or replace a member; a replaced member keeps its original join time."""
-        self.members[info.key] = info
-        self.joined.setdefault(info.key, joined)
-
-    def remove_member(self, key: str) -> PodInfo | None:
-        self.joined.pop(key, None)
-        return self.members.pop(key, None)
-
-    def resort(self, policy: GangPolicy | None, created: float | None) -> None:
-        """Recompute the QueueSort fields from ``policy`` and the members.
-
-        KEP-4671 "Queuing and Ordering": the group's own priority when the API sets
-        one, else the lowest member priority (the weakest link decides whether the
-        group fits). KEP-3370 QueueSort: the group's creation time when known, else
-        the earliest member's arrival in the queue.
-        """
-        self.policy = policy
-        self.created = created
-        if policy is not None and policy.priority is not None:
-            self.priority = policy.priority
-        elif self.members:
-            self.priority = min(info.priority for info in self.members.values())
-        if created is not None:
-            self.timestamp = created
-        elif self.joined:
-            self.timestamp = min(self.joined.values())
 
 
 LessFunc = Callable[[QueuedEntity, QueuedEntity], bool]

@@ -1,22 +1,27 @@
 """Entities being scheduled, and the cluster events seen meanwhile (upstream ``inFlightPods``).
 
-``SchedulingQueue.pop`` starts a flight; the flight ends with
+``SchedulingQueue.pop`` starts a flight, which counts the scheduling cycle
+(upstream ``schedulingCycle``: one per pop); the flight ends with
 ``add_unschedulable_if_not_present`` (the attempt failed) or ``done`` (it
 succeeded). A cluster event that arrives while an entity is in flight may be the
-very event that makes it schedulable, so the queue logs such events; when the
-attempt fails the entity's queueing hints are asked about the events logged since
-its pop, and a QUEUE answer sends it to backoff instead of the unschedulable pool.
+very event that makes it schedulable, so the queue logs such events (``Retries``
+and ``Intake`` call ``log``); when the attempt fails the entity's queueing hints
+are asked about the events logged since its pop, and a QUEUE answer sends it to
+backoff instead of the unschedulable pool.
 
 Each logged event carries the scheduling cycle at which it arrived. An entity
 popped at cycle ``c`` cares about events logged at cycle ``>= c``; events older
 than the oldest flight are dropped, so the log stays as short as the longest
 attempt in progress. Events may target one entity only (an update of that pod, a
 forced activation): ``target`` is then the entity's ``queue_id``, by which flights
-are indexed too.
+are indexed too. A group entity's flight shares its ``queue_id`` with every
+entity of that group, so ``EntityGate`` finds here whether an attempt of the
+group is running.
 
 Pod flights also remember the latest informer version of their pod and whether it
-was deleted, so a failed attempt requeues the current pod or nothing at all (the
-``GroupIndex`` keeps the same for the members of a group in flight).
+was deleted, so a failed attempt requeues the current pod or nothing at all (a
+group's ``GroupQueue`` keeps the same for the members of its entity in flight).
+A leaf: it imports only ``entity``.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ class InFlight:
         # Insertion order is pop order, so the first flight is the oldest.
         self._flights: dict[str, Flight] = {}
         self._log: deque[LoggedEvent] = deque()
+        self.cycle = 0
 
     def __len__(self) -> int:
         return len(self._flights)
@@ -69,15 +75,16 @@ class InFlight:
     def logged_events(self) -> int:
         return len(self._log)
 
-    def start(self, entity: QueuedEntity, cycle: int) -> None:
+    def start(self, entity: QueuedEntity) -> None:
+        """A new scheduling cycle starts with ``entity`` in flight."""
+        self.cycle += 1
         # A flight left under this key belongs to a deleted pod whose attempt has
         # not reported back yet; the new entity supersedes it.
         self._flights.pop(entity.queue_id, None)
-        self._flights[entity.queue_id] = Flight(entity, cycle)
+        self._flights[entity.queue_id] = Flight(entity, self.cycle)
 
     def log(
         self,
-        cycle: int,
         event: ClusterEvent,
         old: object | None,
         new: object | None,
@@ -86,7 +93,7 @@ class InFlight:
         """Remember ``event`` if an entity it may concern is in flight."""
         if not self._flights or (target is not None and target not in self._flights):
             return
-        self._log.append(LoggedEvent(cycle, event, old, new, target))
+        self._log.append(LoggedEvent(self.cycle, event, old, new, target))
 
     def events_for(self, flight: Flight) -> list[LoggedEvent]:
         key = flight.entity.queue_id

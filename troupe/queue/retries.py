@@ -8,48 +8,55 @@ out of the unschedulable and gated pools or out of backoff:
   for any of its members (KEP-4671 "Retries"; ``hints._ask`` asks every pod);
 * ``activate`` and ``move_all``: forced moves;
 * ``flush_backoff_completed`` / ``flush_unschedulable_leftover``: the periodic
-  flushes (1 s and 30 s, as upstream);
+  flushes (1 s and 30 s, as upstream), which ``run_flushes`` drives;
 * ``after_attempt``: where a failed entity goes, from the events seen while it
   was in flight.
 
 Every move re-checks that the entity is still where the list said: a member
-released from the gated pool joins its group entity and may move it too.
+released from the gated pool joins its group entity and may move it too. Entities
+move through ``Moves`` (a pod may join its group); ``SchedulingQueue`` and
+``Intake`` call in, and nothing here calls back up.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 
 from troupe.api.clock import Clock
 from troupe.api.events import FORCE_ACTIVATE, ClusterEvent, Resource
 from troupe.api.objects import Pod
 from troupe.queue.entity import GROUP_ID_PREFIX, QueuedEntity
-from troupe.queue.group_records import GroupBook
+from troupe.queue.group_table import GroupTable
 from troupe.queue.hints import POD_UPDATE_LABEL, HintRegistry, Strategy
 from troupe.queue.in_flight import InFlight, LoggedEvent
+from troupe.queue.moves import Moves
 from troupe.queue.sub_queues import SubQueues
 
 # Event labels of scheduler_queue_incoming_pods_total (upstream framework/events.go).
 BACKOFF_COMPLETE = "BackoffComplete"
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 
+BACKOFF_FLUSH_PERIOD = 1.0
+UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+
 
 class Retries:
     def __init__(
         self,
         queues: SubQueues,
+        moves: Moves,
         in_flight: InFlight,
-        book: GroupBook,
+        groups: GroupTable,
         clock: Clock,
         max_in_unschedulable: float,
-        cycle: Callable[[], int],
     ) -> None:
         self._queues = queues
+        self._moves = moves
         self._in_flight = in_flight
-        self._book = book
+        self._groups = groups
         self._clock = clock
         self._max_in_unschedulable = max_in_unschedulable
-        self._cycle = cycle
         self.hints = HintRegistry()
         # Cycle of the last cluster event of interest (upstream moveRequestCycle); used
         # for an entity handed back without a flight record.
@@ -61,13 +68,13 @@ class Retries:
     def on_event(self, event: ClusterEvent, old: object | None, new: object | None) -> int:
         if not self.hints.is_of_interest(event):
             return 0
-        self.move_request_cycle = self._cycle()
+        self.move_request_cycle = self._in_flight.cycle
         if event.resource is Resource.WILDCARD:
             # A wildcard event carrying a pod is meant for that pod only (upstream).
             target = new.key if isinstance(new, Pod) else None
             self.move_wildcard(event, old, new, target)
             return 0
-        self._in_flight.log(self._cycle(), event, old, new)
+        self._in_flight.log(event, old, new)
         if not self._queues.unschedulable and not self._queues.gated:
             return 0  # nothing waits for an event (the common case under a burst)
         plugins = {plugin for plugin, _ in self.hints.matching(event)}
@@ -81,7 +88,7 @@ class Retries:
             errors += failed
             if strategy is not Strategy.SKIP:
                 self._queues.unschedulable.remove(entity.queue_id)
-                self._queues.requeue(entity, strategy, str(event))
+                self._moves.requeue(entity, strategy, str(event))
         for entity in gated:
             if entity.queue_id not in self._queues.gated:
                 continue
@@ -89,7 +96,7 @@ class Retries:
             strategy, failed = self.hints.strategy(entity, event, old, new, gate)
             errors += failed
             if strategy is not Strategy.SKIP:
-                self._queues.recheck_gated(entity, str(event))
+                self._moves.release_gated(entity, str(event))
         self.hint_errors += errors
         return errors
 
@@ -98,34 +105,34 @@ class Retries:
     ) -> None:
         """Retry every unschedulable entity (or the one holding pod ``target``)."""
         flight_target = self.entity_id(target) if target is not None else None
-        self._in_flight.log(self._cycle(), event, old, new, flight_target)
+        self._in_flight.log(event, old, new, flight_target)
         for entity in self._queues.unschedulable.entities():
             if target is not None and target not in entity.pod_keys():
                 continue
             if self._queues.unschedulable.remove(entity.queue_id) is not None:
-                self._queues.requeue(entity, Strategy.AFTER_BACKOFF, str(event))
+                self._moves.requeue(entity, Strategy.AFTER_BACKOFF, str(event))
 
     def activate(self, keys: Iterable[str]) -> None:
         label = str(FORCE_ACTIVATE)
         for key in keys:
             queue_id = self.entity_id(key)
-            if self._book.flying_with(key) is not None or (
+            if self._groups.flying_with(key) is not None or (
                 self._queues.where(queue_id) is None and queue_id in self._in_flight
             ):
                 # Retried as soon as the attempt fails.
-                self._in_flight.log(self._cycle(), FORCE_ACTIVATE, None, None, target=queue_id)
-                self.move_request_cycle = self._cycle()
+                self._in_flight.log(FORCE_ACTIVATE, None, None, target=queue_id)
+                self.move_request_cycle = self._in_flight.cycle
             elif (entity := self._queues.unschedulable.remove(queue_id)) is not None:
-                self._queues.to_active(entity, label)
+                self._moves.to_active(entity, label)
             elif (entity := self._queues.backoff.remove(queue_id)) is not None:
-                self._queues.to_active(entity, label, admit=False)
+                self._moves.to_active(entity, label, admit=False)
             elif (entity := self._queues.gated.get(queue_id)) is not None:
-                self._queues.recheck_gated(entity, label)
+                self._moves.release_gated(entity, label)
 
     def entity_id(self, pod_key: str) -> str:
         """The ``queue_id`` of the entity holding ``pod_key`` (its group's, for a member)."""
-        record = self._book.flying_with(pod_key) or self._book.queued_with(pod_key)
-        return GROUP_ID_PREFIX + record.ref.key if record is not None else pod_key
+        group = self._groups.flying_with(pod_key) or self._groups.queued_with(pod_key)
+        return GROUP_ID_PREFIX + group.ref.key if group is not None else pod_key
 
     # --- periodic flushes ------------------------------------------------------------
 
@@ -135,7 +142,7 @@ class Retries:
             if self._queues.where(entity.queue_id) is not None:
                 continue  # already moved along with a member that joined it
             # PreEnqueue ran when the entity entered backoff (upstream SchedulerPopFromBackoffQ).
-            self._queues.to_active(entity, BACKOFF_COMPLETE, admit=False)
+            self._moves.to_active(entity, BACKOFF_COMPLETE, admit=False)
         return len(completed)
 
     def flush_unschedulable_leftover(self) -> int:
@@ -143,11 +150,33 @@ class Retries:
         stale = self._queues.unschedulable.entered_before(cutoff)
         for entity in stale:
             if self._queues.unschedulable.remove(entity.queue_id) is not None:
-                self._queues.requeue(entity, Strategy.AFTER_BACKOFF, UNSCHEDULABLE_TIMEOUT)
+                self._moves.requeue(entity, Strategy.AFTER_BACKOFF, UNSCHEDULABLE_TIMEOUT)
         for entity in self._queues.gated.entered_before(cutoff):
             if entity.queue_id in self._queues.gated:
-                self._queues.recheck_gated(entity, UNSCHEDULABLE_TIMEOUT)
+                self._moves.release_gated(entity, UNSCHEDULABLE_TIMEOUT)
         return len(stale)
+
+    async def run_flushes(self, stopped: asyncio.Event) -> None:
+        """Run both flushes on the injected clock until ``stopped`` is set."""
+        async with asyncio.TaskGroup() as tasks:
+            loops = [
+                tasks.create_task(
+                    self._every(BACKOFF_FLUSH_PERIOD, self.flush_backoff_completed, stopped)
+                ),
+                tasks.create_task(
+                    self._every(
+                        UNSCHEDULABLE_FLUSH_PERIOD, self.flush_unschedulable_leftover, stopped
+                    )
+                ),
+            ]
+            await stopped.wait()
+            for loop in loops:
+                loop.cancel()
+
+    async def _every(self, period: float, flush: Callable[[], int], stopped: asyncio.Event) -> None:
+        while not stopped.is_set():
+            await self._clock.sleep(period)
+            flush()
 
     # --- verdicts ----------------------------------------------------------------------
 
@@ -184,5 +213,5 @@ class Retries:
             self.hint_errors += failed
         if strategy is not Strategy.SKIP:
             self._queues.unschedulable.remove(entity.queue_id)
-            self._queues.requeue(entity, strategy, POD_UPDATE_LABEL)
+            self._moves.requeue(entity, strategy, POD_UPDATE_LABEL)
         return self.hint_errors - errors_before

@@ -7,7 +7,7 @@ changes, and ``on_event`` for every other cluster change; ``schedule_one`` calls
 ``add_unschedulable_if_not_present`` (a group: ``requeue_group_remainder``) when
 the attempt failed. One queue holds two kinds of entity (KEP-4671 alternative 3):
 single pods, and the pending members of a gang as one ``QueuedGroupInfo``
-(``group_index`` says which pod goes where). Every entity not in flight is in
+(``group_table`` says which pod goes where). Every entity not in flight is in
 exactly one sub-queue, and moves like this:
 
 * ``add``: PreEnqueue passes -> **active**; refused -> **gated**. A group entity's
@@ -32,11 +32,11 @@ Entities pass PreEnqueue again when they leave the gated or unschedulable pool,
 so a gang that lost members goes back to gated. Backoff is per entity, doubling
 from ``initial_backoff`` to ``max_backoff`` (DESIGN.md "The dual queue").
 
-The work is split: ``intake`` (informer input), ``group_index`` (group
-entities), ``retries`` (hints, activation, flushes); this class holds them
-together, runs the scheduling loop's side and answers questions. Time comes from
-the injected ``Clock``; ``run`` drives the periodic flushes on it, so tests move
-time with ``FakeClock.advance``. Everything runs on one asyncio event loop: no locks.
+This class builds the parts (the package docstring lists them; every call goes
+down), runs the scheduling loop's side (pop, done, hand-back) itself and answers
+questions. Time comes from the injected ``Clock``; ``run`` drives the periodic
+flushes on it, so tests move time with ``FakeClock.advance``. One asyncio event
+loop: no locks.
 """
 
 from __future__ import annotations
@@ -59,19 +59,18 @@ from troupe.queue.entity import (
     QueuedGroupInfo,
     QueuedPodInfo,
 )
-from troupe.queue.group_index import GroupIndex
+from troupe.queue.group_table import GroupTable
 from troupe.queue.hints import POD_UPDATE_LABEL, Strategy
 from troupe.queue.in_flight import InFlight
 from troupe.queue.intake import Intake
+from troupe.queue.moves import Moves
 from troupe.queue.nominator import Nominator
+from troupe.queue.pre_enqueue import EntityGate
 from troupe.queue.retries import Retries
 from troupe.queue.sub_queues import IncomingHook, QueueName, SubQueues
 
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 """Incoming-event label of an entity handed back after a failed attempt."""
-
-BACKOFF_FLUSH_PERIOD = 1.0
-UNSCHEDULABLE_FLUSH_PERIOD = 30.0
 
 QUEUES: tuple[QueueName, ...] = ("active", "backoff", "unschedulable", "gated")
 KINDS: tuple[EntityKind, ...] = ("pod", "podgroup")
@@ -99,52 +98,34 @@ class SchedulingQueue:
         nominator: Nominator | None = None,
     ) -> None:
         self._clock = clock
-        self._pre_enqueue = pre_enqueue
-        self._cycle = 0
+        self._in_flight = InFlight()
         self._queues = SubQueues(
             less,
             clock,
-            self._gate,
+            EntityGate(pre_enqueue, groups, self._in_flight),
             initial_backoff,
             max_backoff,
             on_incoming,
-            absorb=lambda entity, event: self._groups.absorb(entity, event),
         )
-        self._in_flight = InFlight()
-        self._groups = GroupIndex(
+        self._groups = GroupTable(
             self._queues, self._in_flight, groups, group_of, pre_enqueue, clock
         )
-        self._book = self._groups.book
+        self._moves = Moves(self._queues, self._groups)
         self._retries = Retries(
-            self._queues,
-            self._in_flight,
-            self._book,
-            clock,
-            max_in_unschedulable,
-            lambda: self._cycle,
+            self._queues, self._moves, self._in_flight, self._groups, clock, max_in_unschedulable
         )
         # Given by the scheduler when Filter must see the nominations too.
         self._nominator = nominator if nominator is not None else Nominator()
         self._intake = Intake(
             self._queues,
+            self._moves,
             self._in_flight,
             self._groups,
             self._retries,
             self._nominator,
             clock,
-            lambda: self._cycle,
         )
         self._stopped = asyncio.Event()
-
-    def _gate(self, entity: QueuedEntity) -> Status:
-        """PreEnqueue of an entity: the gang checks for a group, the pod's plugins for a pod."""
-        if isinstance(entity, QueuedGroupInfo):
-            return self._groups.gate(entity)
-        for pod in entity.pods():
-            status = self._pre_enqueue(pod)
-            if not status.is_success:
-                return status
-        return Status()
 
     @property
     def hint_errors(self) -> int:
@@ -196,18 +177,17 @@ class SchedulingQueue:
         return entity
 
     def _start_flight(self, entity: QueuedEntity) -> None:
-        self._cycle += 1
         entity.attempts += 1
         # The rejector sets describe the latest attempt; the failure handler fills them.
         entity.unschedulable_plugins.clear()
         entity.pending_plugins.clear()
-        self._in_flight.start(entity, self._cycle)
+        self._in_flight.start(entity)
         if isinstance(entity, QueuedGroupInfo):
             self._groups.start_flight(entity)
 
     @property
     def scheduling_cycle(self) -> int:
-        return self._cycle
+        return self._in_flight.cycle
 
     def add_unschedulable_if_not_present(
         self, entity: QueuedEntity, cycle: int
@@ -238,7 +218,7 @@ class SchedulingQueue:
             return None
         self._queues.backoff.start_backoff(entity)
         strategy = self._retries.after_attempt(entity, cycle, logged)
-        return self._queues.requeue(entity, strategy, SCHEDULE_ATTEMPT_FAILURE)
+        return self._moves.requeue(entity, strategy, SCHEDULE_ATTEMPT_FAILURE)
 
     def requeue_group_remainder(
         self,
@@ -312,7 +292,7 @@ class SchedulingQueue:
 
     def move_all_to_active_or_backoff(self, event: ClusterEvent = FORCE_ACTIVATE) -> None:
         """Retry every unschedulable entity (after its backoff), whatever its hints."""
-        self._retries.move_request_cycle = self._cycle
+        self._retries.move_request_cycle = self._in_flight.cycle
         self._retries.move_wildcard(event, None, None, None)
 
     def activate(self, keys: Iterable[str]) -> None:
@@ -338,21 +318,7 @@ class SchedulingQueue:
 
     async def run(self) -> None:
         """Run both flushes (1 s and 30 s, as upstream) on the injected clock until ``close``."""
-        async with asyncio.TaskGroup() as tasks:
-            loops = [
-                tasks.create_task(self._every(BACKOFF_FLUSH_PERIOD, self.flush_backoff_completed)),
-                tasks.create_task(
-                    self._every(UNSCHEDULABLE_FLUSH_PERIOD, self.flush_unschedulable_leftover)
-                ),
-            ]
-            await self._stopped.wait()
-            for loop in loops:
-                loop.cancel()
-
-    async def _every(self, period: float, flush: Callable[[], int]) -> None:
-        while not self._stopped.is_set():
-            await self._clock.sleep(period)
-            flush()
+        await self._retries.run_flushes(self._stopped)
 
     # --- inspection ----------------------------------------------------------------
 
@@ -368,39 +334,35 @@ class SchedulingQueue:
         """The queued entity holding the pod ``key``: the pod's own, or its group's."""
         if (entity := self._queues.get(key)) is not None:
             return entity
-        record = self._book.queued_with(key)
-        return record.queued if record is not None else None
+        group = self._groups.queued_with(key)
+        return group.queued if group is not None else None
 
     def where(self, key: str) -> QueueName | Literal["in_flight"] | None:
         """Where the pod ``key`` is: its entity's sub-queue, or "in_flight"."""
         if (queue := self._queues.where(key)) is not None:
             return queue
-        if (record := self._book.queued_with(key)) is not None and record.queued is not None:
-            return self._queues.where(record.queued.queue_id)
-        if self._book.flying_with(key) is not None:
+        if (group := self._groups.queued_with(key)) is not None and group.queued is not None:
+            return self._queues.where(group.queued.queue_id)
+        if self._groups.flying_with(key) is not None:
             return "in_flight"
         flight = self._in_flight.get(key)
         return "in_flight" if flight is not None and not flight.deleted else None
 
     def get_group(self, key: str) -> QueuedGroupInfo | None:
         """The queued entity of group ``key`` (not the one in flight)."""
-        record = self._book.record(key)
-        return record.queued if record is not None else None
+        group = self._groups.group(key)
+        return group.queued if group is not None else None
 
     def where_group(self, key: str) -> QueueName | Literal["in_flight"] | None:
         """Where group ``key``'s queued entity is; "in_flight" if it only has one in flight."""
-        record = self._book.record(key)
-        if record is None:
-            return None
-        if record.queued is not None:
-            return self._queues.where(record.queued.queue_id)
-        return "in_flight" if record.flying is not None else None
+        group = self._groups.group(key)
+        return group.where() if group is not None else None
 
     def group_first_seen(self, key: str) -> float | None:
         """Clock time the queue first held a pod of group ``key`` (since it last held
         none): where ``scheduleTimeoutSeconds`` starts."""
-        record = self._book.record(key)
-        return record.first_seen if record is not None else None
+        group = self._groups.group(key)
+        return group.first_seen if group is not None else None
 
     def entities(self, queue: QueueName) -> list[QueuedEntity]:
         """The entities of one sub-queue, in no particular order (debugging, tests)."""
@@ -413,7 +375,7 @@ class SchedulingQueue:
     def pending_counts(self) -> dict[str, int]:
         """Pods per ``scheduler_pending_pods`` queue label (a group counts its members)."""
         counts: dict[str, int] = {queue: n for queue, n in self._queues.counts().items()}
-        for group in self._book.queued_groups():
+        for group in self._groups.queued_groups():
             if (queue := self._queues.where(group.queue_id)) is not None:
                 counts[queue] += len(group.members) - 1
         return counts
@@ -423,7 +385,7 @@ class SchedulingQueue:
         counts: dict[tuple[str, str], int] = {(q, kind): 0 for q in QUEUES for kind in KINDS}
         for queue, n in self._queues.counts().items():
             counts[(queue, "pod")] = n
-        for group in self._book.queued_groups():
+        for group in self._groups.queued_groups():
             if (where := self._queues.where(group.queue_id)) is not None:
                 counts[(where, "pod")] -= 1
                 counts[(where, "podgroup")] += 1

@@ -1,17 +1,16 @@
-"""The four sub-queues and the moves between them, used by every ``SchedulingQueue`` call.
+"""The four sub-queues and the moves between them.
 
 ``SchedulingQueue`` decides *when* an entity moves (an event, a failure, a flush);
 ``SubQueues`` decides *where* it lands, runs PreEnqueue on the way in (the
-``gate``: the pods' own PreEnqueue for a pod, the gang checks for a group), and
-reports each arrival to the ``on_incoming`` hook
+``EntityGate``: the pods' own PreEnqueue for a pod, the gang checks for a group),
+and reports each arrival to the ``on_incoming`` hook
 (``scheduler_queue_incoming_pods_total``). An entity is in at most one sub-queue;
 every move first takes it out of the one it was in. Entities are indexed by
 ``queue_id``.
 
-A pod entity on its way to the active or backoff queue or the unschedulable pool
-is first offered to the ``absorb`` hook: a member of a gang that was held back
-by its own PreEnqueue (or scheduled alone before its group turned gang) joins its
-group entity there instead (``GroupIndex.absorb``).
+Called by ``GroupQueue`` (a group's own entity), ``Moves`` (any entity leaving a
+pool, its backoff or its flight: a pod is offered to its group first),
+``Retries`` and ``Intake`` (lookups and heap re-sorts). Knows nothing of groups.
 """
 
 from __future__ import annotations
@@ -36,9 +35,6 @@ IncomingHook = Callable[[str, str], None]
 Gate = Callable[[QueuedEntity], Status]
 """PreEnqueue for a whole entity: success lets it into the active or backoff queue."""
 
-Absorb = Callable[[QueuedEntity, str], "QueueName | None"]
-"""(entity, event) -> where the entity went instead, or None to place it as asked."""
-
 UNNAMED_GATE = "PreEnqueue"
 """Recorded as the gating plugin when a refusing Status names no plugin."""
 
@@ -52,12 +48,10 @@ class SubQueues:
         initial_backoff: float,
         max_backoff: float,
         on_incoming: IncomingHook | None,
-        absorb: Absorb | None = None,
     ) -> None:
         self._clock = clock
         self._gate = gate
         self._on_incoming = on_incoming
-        self._absorb = absorb
         self.active = ActiveQueue(less)
         self.backoff = BackoffQueue(clock, less, initial_backoff, max_backoff)
         self.unschedulable = unschedulable_pool()
@@ -116,8 +110,6 @@ class SubQueues:
         backoff is over go straight to active. ``admit=False`` skips PreEnqueue for
         an entity that has just passed it.
         """
-        if self._absorb is not None and (absorbed := self._absorb(entity, event)) is not None:
-            return absorbed
         if strategy is Strategy.SKIP:
             self.unschedulable.add(entity, self._clock.now())
             self._incoming("unschedulable", event)
@@ -133,8 +125,6 @@ class SubQueues:
         return self.to_active(entity, event, admit=admit)
 
     def to_active(self, entity: QueuedEntity, event: str, *, admit: bool = True) -> QueueName:
-        if self._absorb is not None and (absorbed := self._absorb(entity, event)) is not None:
-            return absorbed
         if admit and not self._admit(entity, event):
             return "gated"
         if entity.initial_attempt_timestamp is None:
@@ -145,18 +135,26 @@ class SubQueues:
         self._incoming("active", event)
         return "active"
 
-    def recheck_gated(self, entity: QueuedEntity, event: str) -> QueueName:
-        """Run PreEnqueue again for a gated entity; release it if it passes."""
+    def ungate(self, entity: QueuedEntity) -> bool:
+        """Run PreEnqueue again for a gated entity: True when it passed and left the
+        gated pool (the caller places it), False when it stays gated."""
         self.gated.remove(entity.queue_id)
         status = self._gate(entity)
         if status.is_success:
             entity.gating_plugin = entity.gating_message = ""
-            return self.requeue(entity, Strategy.AFTER_BACKOFF, event, admit=False)
+            return True
         # Still gated: re-indexed under the (possibly different) gate; not counted
         # as incoming, since it never left.
         _record_gate(entity, status)
         self.gated.add(entity, self._clock.now())
-        return "gated"
+        return False
+
+    def recheck_gated(self, entity: QueuedEntity, event: str) -> QueueName:
+        """Run PreEnqueue again for a gated entity; release it (after any backoff) if it
+        passes. A pod leaving the gated pool goes through ``Moves.release_gated``."""
+        if not self.ungate(entity):
+            return "gated"
+        return self.requeue(entity, Strategy.AFTER_BACKOFF, event, admit=False)
 
     def run_gate(self, entity: QueuedEntity) -> Status:
         return self._gate(entity)

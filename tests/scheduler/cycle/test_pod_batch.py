@@ -12,6 +12,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from troupe.api.objects import Namespace
 from troupe.api.podinfo import PodInfo
 from troupe.scheduler.cycle.batch_placer import signature
 from troupe.scheduler.framework.runtime import Framework
@@ -218,3 +219,43 @@ def test_pods_with_other_tolerations_never_share_a_signature() -> None:
         base("g").toleration("spot", "", "NoSchedule"),
     ]
     assert len({sig(p) for p in others} | {sig(base("a"))}) == len(others) + 1
+
+
+async def test_pods_of_one_spec_in_another_namespace_are_not_placed_from_the_same_batch() -> None:
+    # A placed pod keeps app=web pods of namespace b off its node; pods of one spec
+    # from namespace a then b must not share one evaluation.
+    h = Harness().nodes([node(n).label("kubernetes.io/hostname", n).obj() for n in ("n1", "n2")])
+    guard = (
+        make_pod()
+        .name("guard")
+        .uid("uid-guard")
+        .node("n1")
+        .pod_anti_affinity("kubernetes.io/hostname", {"app": "web"}, namespaces=["b"])
+        .obj()
+    )
+    h.pods([guard])
+    pods = [pod(f"web-{i}").namespace("a").label("app", "web").obj() for i in range(3)]
+    pods += [pod(f"web-{i}").namespace("b").label("app", "web").obj() for i in range(3, 6)]
+    h.pods(pods)
+    await h.settle()
+    placed = dict(h.client.bindings)
+    assert len(placed) == 6
+    assert [placed[f"b/web-{i}"] for i in range(3, 6)] == ["n2"] * 3
+    await h.close()
+
+
+async def test_a_namespace_relabelled_ends_a_batch() -> None:
+    h = Harness().nodes([node(f"n{i}").obj() for i in range(4)])
+    h.pods([pod(f"p{i}").obj() for i in range(3)])
+    await h.settle()
+    batches = h.scheduler.pod_batches
+    assert batches._placer is not None
+    before = Namespace.model_validate({"metadata": {"name": "default", "labels": {}}})
+    after = Namespace.model_validate({"metadata": {"name": "default", "labels": {"t": "x"}}})
+    batched = batches.batched
+    h.handlers.on_namespace_update(before, after)
+    assert batches._placer is None
+    h.pods([pod("p3").obj()])
+    await h.settle()
+    assert batches.batched == batched  # p3 ran the full cycle
+    await h.close()

@@ -100,6 +100,27 @@ async def test_an_unschedulable_pod_is_scheduled_once_a_node_that_fits_is_added(
     await h.close()
 
 
+async def test_a_pod_kept_off_by_a_namespace_selector_runs_once_it_is_relabelled() -> None:
+    h = Harness().namespace("ml-a", team="a").namespace("ml-b", team="a").namespace("ml-c")
+    h.nodes([node("n1").label("kubernetes.io/hostname", "n1").obj()])
+    h.pods([make_pod().name("web").namespace("ml-b").label("app", "web").node("n1").obj()])
+    anti = make_pod().name("p").scheduler_name("troupe-scheduler").req(cpu="1")
+    anti.pod_anti_affinity(
+        "kubernetes.io/hostname", {"app": "web"}, namespace_selector={"team": "a"}
+    )
+    h.pods([anti.obj()])
+    await h.settle()
+    assert h.client.bindings == []
+    assert h.scheduler.queue.pending_counts()["unschedulable"] == 1
+    h.namespace("ml-c", team="c")  # not selected before or after: the pod stays
+    assert h.scheduler.queue.pending_counts()["unschedulable"] == 1
+    h.namespace("ml-b", team="b")  # the web pod's namespace leaves the selector
+    await h.advance(10)  # past any backoff
+    await h.settle()
+    assert h.client.node_of("default/p") == "n1"
+    await h.close()
+
+
 async def test_no_nodes_at_all_says_so() -> None:
     h = Harness()
     h.pods([make_pod().name("p").scheduler_name("troupe-scheduler").obj()])

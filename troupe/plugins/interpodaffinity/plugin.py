@@ -11,6 +11,12 @@ for queueing hints. Two caches owned by the instance keep every cycle cheap:
 Both follow the NodeTable change log. PreFilter returns SKIP when the pod has no
 required terms and no placed pod's anti-affinity term matches it (immediately when no
 placed pod has any affinity); PreScore returns SKIP when no term applies.
+
+Namespace selectors (``Handle.namespaces``): the incoming pod's terms are resolved to
+namespace names (``namespaces.SelectedNamespaces``, cached until the labels change);
+placed pods' terms are matched with the labels of the incoming pod's namespace, as
+upstream. A namespace added, deleted or relabelled is a queueing-hint event here,
+which upstream does not register.
 """
 
 from __future__ import annotations
@@ -28,12 +34,13 @@ from troupe.api.events import (
 )
 from troupe.api.framework import FilterResult, Handle, PreFilterResult, score_array
 from troupe.api.nodetable import IndexArray, IntArray, NodeTable
-from troupe.api.objects import Node, Pod
+from troupe.api.objects import Namespace, Node, Pod
 from troupe.api.podcounts import CarriedCounts, CountsCache, PodMatcher
 from troupe.api.podinfo import PodInfo, PodRecord
 from troupe.api.status import SKIP, SUCCESS, Status
 from troupe.plugins.interpodaffinity.args import InterPodAffinityArgs
 from troupe.plugins.interpodaffinity.filtering import filter_affinity
+from troupe.plugins.interpodaffinity.namespaces import SelectedNamespaces
 from troupe.plugins.interpodaffinity.scoring import normalize_affinity, score_affinity
 from troupe.plugins.interpodaffinity.terms import Carried, PodTerms, Term, carried_terms, pod_terms
 
@@ -41,6 +48,9 @@ ASSIGNED_POD_CHANGE = ClusterEvent(
     Resource.ASSIGNED_POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.DELETE
 )
 NODE_CHANGE = ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL)
+NAMESPACE_CHANGE = ClusterEvent(
+    Resource.NAMESPACE, Action.ADD | Action.UPDATE_NAMESPACE_LABEL | Action.DELETE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +77,7 @@ class InterPodAffinity:
         self._handle = handle
         self._counts = CountsCache(maxsize=256)
         self._carried: CarriedCounts[Carried] = CarriedCounts(carried_terms)
+        self._namespaces = SelectedNamespaces(handle.namespaces)
 
     def _counts_of(self, table: NodeTable) -> _CountsOf:
         return _CountsOf(self._counts, table)
@@ -76,7 +87,7 @@ class InterPodAffinity:
     def pre_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable
     ) -> tuple[PreFilterResult | None, Status]:
-        terms = pod_terms(pod.record)
+        terms = self._namespaces.terms_of(pod)
         existing = self._existing_anti(pod, table) if table.affinity_pods else ()
         if not existing and not terms.required_affinity and not terms.required_anti_affinity:
             return None, SKIP
@@ -86,10 +97,12 @@ class InterPodAffinity:
     def _existing_anti(self, pod: PodInfo, table: NodeTable) -> tuple[tuple[Term, IntArray], ...]:
         """Required anti-affinity terms of placed pods that match ``pod``."""
         namespace, labels = pod.namespace, pod.labels
+        namespace_labels = self._namespaces.labels_of(namespace)
         return tuple(
             (c.term, holders)
             for c, holders in self._carried.refresh(table).items()
-            if c.kind == "required-anti-affinity" and c.term.matches(namespace, labels)
+            if c.kind == "required-anti-affinity"
+            and c.term.matches(namespace, labels, namespace_labels)
         )
 
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult:
@@ -105,7 +118,7 @@ class InterPodAffinity:
     def pre_score(
         self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
     ) -> Status:
-        terms = pod_terms(pod.record)
+        terms = self._namespaces.terms_of(pod)
         has_preferred = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
         if not has_preferred and (
             self.args.ignore_preferred_terms_of_existing_pods or not table.affinity_pods
@@ -121,6 +134,7 @@ class InterPodAffinity:
             carried,
             self.args.hard_pod_affinity_weight,
             self._counts_of(table),
+            self._namespaces.labels_of(pod.namespace),
         )
         if raw is None:
             return SKIP
@@ -143,9 +157,81 @@ class InterPodAffinity:
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return (
-            ClusterEventWithHint(ASSIGNED_POD_CHANGE, after_pod_change),
+            ClusterEventWithHint(ASSIGNED_POD_CHANGE, self.after_pod_change),
             ClusterEventWithHint(NODE_CHANGE, after_node_change),
+            ClusterEventWithHint(NAMESPACE_CHANGE, self.after_namespace_change),
         )
+
+    def after_pod_change(self, pod: Pod, old: object | None, new: object | None) -> QueueingHint:
+        """Upstream ``isSchedulableAfterPodChange``, with the fixes of kubernetes#135325
+        (a deleted pod whose anti-affinity matched the pod) and #139161 (any
+        anti-affinity term, not all, decides). The pod's terms are resolved against
+        the namespace labels of now, and a deleted pod's terms are matched with the
+        labels of the pod's namespace (upstream leaves namespace selectors out of its
+        hints)."""
+        if not isinstance(old, Pod | None) or not isinstance(new, Pod | None):
+            return QueueingHint.QUEUE
+        if (new is not None and not new.spec.node_name) or (
+            old is not None and not old.spec.node_name
+        ):
+            return QueueingHint.SKIP
+        # Resolved as of now, not cached: a hint builds the pod's record afresh.
+        terms = _terms_of(pod).resolve(self._namespaces)
+        if old is not None and new is not None:
+            gained_affinity = not terms.matches_all_affinity(
+                old.metadata.namespace, old.metadata.labels
+            ) and terms.matches_all_affinity(new.metadata.namespace, new.metadata.labels)
+            lost_anti = terms.matches_any_anti_affinity(
+                old.metadata.namespace, old.metadata.labels
+            ) and not terms.matches_any_anti_affinity(new.metadata.namespace, new.metadata.labels)
+            return QueueingHint.QUEUE if gained_affinity or lost_anti else QueueingHint.SKIP
+        if new is not None:
+            if terms.matches_all_affinity(new.metadata.namespace, new.metadata.labels):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if terms.matches_any_anti_affinity(old.metadata.namespace, old.metadata.labels):
+            return QueueingHint.QUEUE
+        deleted = _terms_of(old)
+        namespace = pod.metadata.namespace
+        if deleted.matches_any_anti_affinity(
+            namespace, pod.metadata.labels, self._namespaces.labels_of(namespace)
+        ):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def after_namespace_change(
+        self, pod: Pod, old: object | None, new: object | None
+    ) -> QueueingHint:
+        """A namespace was added, deleted or relabelled (troupe only; upstream
+        registers no namespace event). QUEUE when it is the pod's own namespace
+        (placed pods' namespace selectors are matched against its labels), when a
+        required affinity term now selects it by label, or when a required
+        anti-affinity term no longer does; as with pods, a namespace joining an
+        anti-affinity term or leaving an affinity term cannot help."""
+        if not isinstance(old, Namespace | None) or not isinstance(new, Namespace | None):
+            return QueueingHint.QUEUE
+        changed = new if new is not None else old
+        if changed is None:
+            return QueueingHint.QUEUE
+        name = changed.name
+        if name == pod.metadata.namespace:
+            return QueueingHint.QUEUE
+        before = old.metadata.labels if old is not None else None
+        after = new.metadata.labels if new is not None else None
+        terms = _terms_of(pod)
+        for term in terms.required_affinity:
+            if term.namespace_selector is not None and (
+                term.selects_namespace(name, after) and not term.selects_namespace(name, before)
+            ):
+                return QueueingHint.QUEUE
+        for term in terms.required_anti_affinity:
+            if term.namespace_selector is not None and (
+                term.selects_namespace(name, before) and not term.selects_namespace(name, after)
+            ):
+                return QueueingHint.QUEUE
+        return QueueingHint.SKIP
 
 
 class _CountsOf:
@@ -161,37 +247,6 @@ class _CountsOf:
 
 def _terms_of(pod: Pod) -> PodTerms:
     return pod_terms(PodRecord.of(pod))
-
-
-def after_pod_change(pod: Pod, old: object | None, new: object | None) -> QueueingHint:
-    """Upstream ``isSchedulableAfterPodChange``, with the fixes of kubernetes#135325
-    (a deleted pod whose anti-affinity matched the pod) and #139161 (any anti-affinity
-    term, not all, decides)."""
-    if not isinstance(old, Pod | None) or not isinstance(new, Pod | None):
-        return QueueingHint.QUEUE
-    if (new is not None and not new.spec.node_name) or (old is not None and not old.spec.node_name):
-        return QueueingHint.SKIP
-    terms = _terms_of(pod)
-    if old is not None and new is not None:
-        gained_affinity = not terms.matches_all_affinity(
-            old.metadata.namespace, old.metadata.labels
-        ) and terms.matches_all_affinity(new.metadata.namespace, new.metadata.labels)
-        lost_anti = terms.matches_any_anti_affinity(
-            old.metadata.namespace, old.metadata.labels
-        ) and not terms.matches_any_anti_affinity(new.metadata.namespace, new.metadata.labels)
-        return QueueingHint.QUEUE if gained_affinity or lost_anti else QueueingHint.SKIP
-    if new is not None:
-        if terms.matches_all_affinity(new.metadata.namespace, new.metadata.labels):
-            return QueueingHint.QUEUE
-        return QueueingHint.SKIP
-    if old is None:
-        return QueueingHint.QUEUE
-    if terms.matches_any_anti_affinity(old.metadata.namespace, old.metadata.labels):
-        return QueueingHint.QUEUE
-    deleted = _terms_of(old)
-    if deleted.matches_any_anti_affinity(pod.metadata.namespace, pod.metadata.labels):
-        return QueueingHint.QUEUE
-    return QueueingHint.SKIP
 
 
 def after_node_change(pod: Pod, old: object | None, new: object | None) -> QueueingHint:

@@ -8,7 +8,8 @@ pods gets ``w * Σ c over the domain v``. Contributions:
 
 - the incoming pod's preferred affinity terms (+w) and anti-affinity terms (-w),
   counting placed pods that match the term;
-- placed pods' required affinity terms matching the incoming pod
+- placed pods' required affinity terms matching the incoming pod (a namespace
+  selector matched against the labels of the incoming pod's namespace)
   (+hardPodAffinityWeight, when > 0), preferred affinity (+w) and preferred
   anti-affinity (-w) terms matching it, counting the pods carrying the term.
 
@@ -55,9 +56,12 @@ def score_affinity(
     carried: Mapping[Carried, IntArray],
     hard_pod_affinity_weight: int,
     counts_of: CountsOf,
+    namespace_labels: Mapping[str, str] | None,
 ) -> IntArray | None:
     """Raw scores over all slots, or None when no term applies (upstream's empty
-    topology score: the plugin then skips scoring)."""
+    topology score: the plugin then skips scoring). ``terms`` are the pod's, with
+    namespace selectors resolved; ``namespace_labels`` (of the pod's namespace) is
+    what placed pods' namespace selectors are matched against."""
     acc = _TopologyScore(table)
     for weight, term in terms.preferred_affinity:
         acc.add(term, weight, counts_of(PodMatcher((term.clause,))))
@@ -73,7 +77,7 @@ def score_affinity(
             weight = hard_pod_affinity_weight
         else:
             weight = c.weight
-        if c.term.matches(namespace, labels):
+        if c.term.matches(namespace, labels, namespace_labels):
             acc.add(c.term, weight, holders)
     return None if acc.empty else acc.scores
 

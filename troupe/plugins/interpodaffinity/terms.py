@@ -6,12 +6,21 @@ always on the pod's ``PodRecord`` (what the NodeTable's change log keeps of a po
 The compiled form is cached on the record's ``AffinityTerms`` (the terms never
 change), so each pod's terms are parsed once, and a pod without terms costs nothing.
 
-Namespaces follow upstream ``AffinityTerm``: ``namespaces`` when given, else the
-owning pod's namespace; with a ``namespaceSelector`` the namespaces it selects are
-added. troupe keeps no Namespace informer, so a selector cannot be evaluated against
-namespace labels: an empty ``namespaceSelector: {}`` selects every namespace (as
-upstream), and any other selector selects only the namespaces named in
-``namespaces`` (none, if the list is empty).
+Namespaces follow upstream ``AffinityTerm`` (``pkg/scheduler/framework/types.go``):
+a term looks in the union of ``namespaces`` and the namespaces whose labels its
+``namespaceSelector`` matches; an empty selector ``{}`` matches every namespace; a
+null selector with no ``namespaces`` means the owning pod's own namespace. A term
+compiled here keeps a non-empty selector as a selector (``Term.namespace_selector``),
+so what it matches depends on namespace labels:
+
+- a placed pod's term is matched against an incoming pod together with the labels
+  of the incoming pod's namespace (upstream ``AffinityTerm.Matches(pod, nsLabels)``);
+- the incoming pod's own terms count pods by namespace name, so ``resolve`` turns
+  the selector into the names it selects now (upstream
+  ``mergeAffinityTermNamespacesIfNotEmpty``); ``resolved_terms`` caches that on
+  the pod's PodInfo (not on its record: only the incoming pod needs it, and the
+  change log keeps records after their pods are gone) until the namespace labels
+  change.
 
 ``matchLabelKeys`` / ``mismatchLabelKeys`` (KEP-3633) are ANDed into the selector as
 ``key In (value)`` / ``key NotIn (value)`` from the owning pod's labels. The API server
@@ -21,28 +30,82 @@ changes nothing, so both kinds of pods are handled.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from troupe.api.objects import LabelSelector, LabelSelectorRequirement, PodAffinityTerm
 from troupe.api.podcounts import PodClause, PodMatcher
-from troupe.api.podinfo import PodRecord
+from troupe.api.podinfo import PodInfo, PodRecord
 
 _COMPILED_KEY: Final = "InterPodAffinity"
+_RESOLVED_KEY: Final = "InterPodAffinity.resolved"
 
 CarriedKind = Literal["required-anti-affinity", "required-affinity", "preferred"]
 
 
+NamespaceSelection = Callable[[PodClause], frozenset[str]]
+"""The names of the namespaces whose labels a namespace selector matches."""
+
+
+def namespace_selector_matches(selector: PodClause, namespace_labels: Mapping[str, str]) -> bool:
+    """``selector`` (a ``PodClause`` over every namespace, built from a
+    ``namespaceSelector``) matches a namespace with these labels."""
+    return selector.matches("", namespace_labels)
+
+
 @dataclass(frozen=True, slots=True)
 class Term:
-    """One term: pods matching ``clause`` in the domain of ``topology_key``."""
+    """One term: pods matching ``clause`` in the domain of ``topology_key``.
+
+    ``clause.namespaces`` are the namespaces the term names (None: every namespace).
+    ``namespace_selector``, a non-empty ``namespaceSelector`` not resolved into
+    names, also admits the pods of namespaces whose labels it matches."""
 
     clause: PodClause
     topology_key: str
+    namespace_selector: PodClause | None = None
+    # ``clause``'s pod selector in any namespace, for pods the selector admits.
+    any_namespace_clause: PodClause | None = field(default=None, compare=False, repr=False)
 
-    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        return self.clause.matches(namespace, labels)
+    def matches(
+        self,
+        namespace: str,
+        labels: Mapping[str, str],
+        namespace_labels: Mapping[str, str] | None = None,
+    ) -> bool:
+        """A pod in ``namespace`` with ``labels`` matches. ``namespace_labels``, the
+        labels of ``namespace`` (None: unknown, matched as no labels, as upstream's
+        lookup does), matter only while the term has a namespace selector."""
+        if self.clause.matches(namespace, labels):
+            return True
+        selector, any_namespace = self.namespace_selector, self.any_namespace_clause
+        if selector is None or any_namespace is None:
+            return False
+        return namespace_selector_matches(
+            selector, namespace_labels or {}
+        ) and any_namespace.matches(namespace, labels)
+
+    def resolve(self, selected: NamespaceSelection) -> Term:
+        """This term with its namespace selector replaced by the names it selects."""
+        names = self.clause.namespaces
+        if self.namespace_selector is None or names is None:
+            return self
+        clause = replace(self.clause, namespaces=names | selected(self.namespace_selector))
+        return Term(clause, self.topology_key)
+
+    def selects_namespace(self, name: str, namespace_labels: Mapping[str, str] | None) -> bool:
+        """The term looks in namespace ``name`` when it has these labels (None: the
+        namespace does not exist)."""
+        names = self.clause.namespaces
+        if names is None or name in names:
+            return True
+        selector = self.namespace_selector
+        return (
+            selector is not None
+            and namespace_labels is not None
+            and namespace_selector_matches(selector, namespace_labels)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,33 +126,46 @@ class PodTerms:
     preferred_affinity: tuple[tuple[int, Term], ...]
     preferred_anti_affinity: tuple[tuple[int, Term], ...]
     carried: tuple[Carried, ...]
+    # Some required or preferred term still matches namespaces by label (``resolve``).
+    has_namespace_selector: bool = False
 
     @property
     def affinity_matcher(self) -> PodMatcher:
         """Pods matching *all* required affinity terms (upstream counts only those)."""
         return PodMatcher(tuple(t.clause for t in self.required_affinity))
 
-    def matches_all_affinity(self, namespace: str, labels: Mapping[str, str]) -> bool:
+    def matches_all_affinity(
+        self,
+        namespace: str,
+        labels: Mapping[str, str],
+        namespace_labels: Mapping[str, str] | None = None,
+    ) -> bool:
         """Upstream ``podMatchesAllAffinityTerms``: false when there are no terms."""
         terms = self.required_affinity
-        return bool(terms) and all(t.matches(namespace, labels) for t in terms)
+        return bool(terms) and all(t.matches(namespace, labels, namespace_labels) for t in terms)
 
-    def matches_any_anti_affinity(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        return any(t.matches(namespace, labels) for t in self.required_anti_affinity)
+    def matches_any_anti_affinity(
+        self,
+        namespace: str,
+        labels: Mapping[str, str],
+        namespace_labels: Mapping[str, str] | None = None,
+    ) -> bool:
+        return any(
+            t.matches(namespace, labels, namespace_labels) for t in self.required_anti_affinity
+        )
 
-
-def term_namespaces(term: PodAffinityTerm, owner_namespace: str) -> frozenset[str] | None:
-    """The namespaces ``term`` looks in; None: every namespace."""
-    ns_selector = term.namespace_selector
-    if (
-        ns_selector is not None
-        and not ns_selector.match_labels
-        and not ns_selector.match_expressions
-    ):
-        return None
-    if term.namespaces or ns_selector is not None:
-        return frozenset(term.namespaces)
-    return frozenset({owner_namespace})
+    def resolve(self, selected: NamespaceSelection) -> PodTerms:
+        """The same terms with every namespace selector replaced by the names it
+        selects; ``carried`` (what placed pods are matched with) is kept as it is."""
+        if not self.has_namespace_selector:
+            return self
+        return PodTerms(
+            tuple(t.resolve(selected) for t in self.required_affinity),
+            tuple(t.resolve(selected) for t in self.required_anti_affinity),
+            tuple((w, t.resolve(selected)) for w, t in self.preferred_affinity),
+            tuple((w, t.resolve(selected)) for w, t in self.preferred_anti_affinity),
+            self.carried,
+        )
 
 
 def term_selector(term: PodAffinityTerm, owner_labels: Mapping[str, str]) -> LabelSelector | None:
@@ -114,8 +190,22 @@ def term_selector(term: PodAffinityTerm, owner_labels: Mapping[str, str]) -> Lab
 
 
 def _compile(term: PodAffinityTerm, pod: PodRecord) -> Term:
-    namespaces = term_namespaces(term, pod.namespace)
-    return Term(PodClause.of(namespaces, term_selector(term, pod.labels)), term.topology_key)
+    pods = term_selector(term, pod.labels)
+    ns_selector = term.namespace_selector
+    if ns_selector is None:
+        # upstream getNamespacesFromPodAffinityTerm
+        names = frozenset(term.namespaces) if term.namespaces else frozenset({pod.namespace})
+        return Term(PodClause.of(names, pods), term.topology_key)
+    if not ns_selector.match_labels and not ns_selector.match_expressions:
+        # labels.Everything(): every namespace, whatever ``namespaces`` says.
+        return Term(PodClause.of(None, pods), term.topology_key)
+    clause = PodClause.of(frozenset(term.namespaces), pods)
+    return Term(
+        clause,
+        term.topology_key,
+        PodClause.of(None, ns_selector),
+        replace(clause, namespaces=None),
+    )
 
 
 def _compile_all(terms: Sequence[PodAffinityTerm], pod: PodRecord) -> tuple[Term, ...]:
@@ -147,9 +237,40 @@ def pod_terms(pod: PodRecord) -> PodTerms:
         *(Carried("preferred", w, t) for w, t in preferred),
         *(Carried("preferred", -w, t) for w, t in preferred_anti),
     )
-    terms = PodTerms(affinity, anti, preferred, preferred_anti, carried)
+    by_label = any(c.term.namespace_selector is not None for c in carried)
+    terms = PodTerms(affinity, anti, preferred, preferred_anti, carried, by_label)
     given.compiled[_COMPILED_KEY] = terms
     return terms
+
+
+def resolved_terms(info: PodInfo, selected: NamespaceSelection, generation: int) -> PodTerms:
+    """``info``'s terms with namespace selectors resolved by ``selected``, which
+    answers from namespace labels at ``generation`` (cached on the PodInfo until the
+    selection or the generation changes).
+
+    The resolved terms are the incoming pod's alone (what its own terms count), so
+    they are kept on the PodInfo, which is freed with the pod, not on its
+    ``PodRecord``, which the NodeTable's change log keeps after the pod is gone."""
+    terms = pod_terms(info.record)
+    if not terms.has_namespace_selector:
+        return terms
+    cached = info.extra.get(_RESOLVED_KEY)
+    if (
+        isinstance(cached, _Resolved)
+        and cached.selected is selected
+        and cached.generation == generation
+    ):
+        return cached.terms
+    resolved = terms.resolve(selected)
+    info.extra[_RESOLVED_KEY] = _Resolved(selected, generation, resolved)
+    return resolved
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    selected: NamespaceSelection
+    generation: int
+    terms: PodTerms
 
 
 def carried_terms(pod: PodRecord) -> Sequence[Carried]:

@@ -68,6 +68,8 @@ def _signature(info: PodInfo, with_labels: bool) -> Signature:
         tuple(tuple(t.__dict__.values()) for t in spec.tolerations),
         dump(spec.topology_spread_constraints),
         spec.node_name,
+        # Placed pods' (anti-)affinity terms select pods by namespace too.
+        info.pod.metadata.namespace,
         # A pod's own labels matter to spread and affinity (self-matching), and to
         # existing pods' anti-affinity (``with_labels``).
         tuple(sorted(info.pod.metadata.labels.items()))

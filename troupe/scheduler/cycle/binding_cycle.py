@@ -8,17 +8,27 @@ and reports the failure; a 409 or 404 from the API server is never retried (the
 pod was bound by someone else, or deleted and recreated), so no pod is bound twice.
 A pod waiting at Permit takes a binding slot only once allowed (a rejected one
 never takes one).
+
+A binding can be *called off* before it is sent (``call_off``): its node was
+deleted (``node_deleted``), or the gang it belongs to was released. A binding
+that has not started sees it when it starts; one that waits for the client's
+rate limiter sees it right before its request would leave (``CALL_OFF``, read by
+the client). It then sends nothing and fails like a refused binding, so the pod
+goes back to the queue instead of being bound to a node that is gone. A request
+already on the wire is never interrupted (its outcome is the API server's). Every
+binding also checks that its node still exists right before Bind.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import structlog
 
-from troupe.api.client import ApiError, Event, ObjectRef
+from troupe.api.client import CALL_OFF, ApiError, Event, ObjectRef
 from troupe.api.clock import Clock
 from troupe.api.cycle import CycleState
 from troupe.api.events import ASSIGNED_POD_DELETE
@@ -71,6 +81,46 @@ class BindingCycle:
         self.clock = clock
         self.revert = revert
         self.metrics = metrics
+        # Binding tasks by node and pod key, until they finish (``call_off``).
+        self._tasks: dict[str, dict[str, asyncio.Task[Any]]] = {}
+        # Pods whose binding was called off, with why; read by the binding itself.
+        self._called_off: dict[str, str] = {}
+
+    # --- owned binding tasks ----------------------------------------------------------
+
+    def spawn(self, binding: Coroutine[Any, Any, None], key: str, node: str) -> None:
+        """Run ``binding`` in a held binding slot (the caller acquired it); it can be
+        called off until it finishes."""
+        task = self.bindings.spawn(binding, name=f"bind {key}", held=True)
+        self._tasks.setdefault(node, {})[key] = task
+        task.add_done_callback(lambda _: self._finished(node, key, task))
+
+    def _finished(self, node: str, key: str, task: asyncio.Task[Any]) -> None:
+        on_node = self._tasks.get(node)
+        if on_node is not None and on_node.get(key) is task:
+            del on_node[key]
+            if not on_node:
+                del self._tasks[node]
+        self._called_off.pop(key, None)
+
+    def call_off(self, key: str, node: str, why: str) -> bool:
+        """Call off the binding of ``key`` to ``node`` if it is still running: it
+        fails with ``why`` unless its request was already sent."""
+        task = self._tasks.get(node, {}).get(key)
+        if task is None or task.done():
+            return False
+        self._called_off[key] = why
+        return True
+
+    def node_deleted(self, node: str) -> list[str]:
+        """Call off every binding to ``node``; returns their pod keys."""
+        keys = list(self._tasks.get(node, {}))
+        why = f"node {node} was deleted before the pod was bound to it"
+        return [key for key in keys if self.call_off(key, node, why)]
+
+    def take_called_off(self, key: str) -> str | None:
+        """Why the binding of ``key`` was called off (and forget it), or None."""
+        return self._called_off.pop(key, None)
 
     async def submit(
         self,
@@ -91,18 +141,21 @@ class BindingCycle:
             # bindingConcurrency would otherwise never reach its quorum.
             node = result.node
             self.background.spawn(
-                self.wait_for_permit(waiting, binding, lambda: self.revert(fwk, state, info, node)),
+                self.wait_for_permit(
+                    waiting, binding, lambda: self.revert(fwk, state, info, node), node
+                ),
                 name=f"permit {info.key}",
             )
             return
         await self.bindings.acquire()
-        self.bindings.spawn(binding, name=f"bind {info.key}", held=True)
+        self.spawn(binding, info.key, result.node)
 
     async def wait_for_permit(
         self,
         waiting: WaitingPod,
         binding: Coroutine[Any, Any, None],
         revert: Callable[[], None],
+        node: str,
     ) -> None:
         """Hold the binding cycle until Permit decides, then give it a slot; the
         binding cycle reads the decision itself (WaitOnPermit). A rejected pod makes
@@ -123,7 +176,7 @@ class BindingCycle:
         if not status.is_success:
             await binding
             return
-        self.bindings.spawn(binding, name=f"bind {waiting.pod.key}", held=True)
+        self.spawn(binding, waiting.pod.key, node)
 
     async def binding_cycle(
         self,
@@ -151,9 +204,18 @@ class BindingCycle:
         *,
         permit_timed: bool = False,
     ) -> Status:
-        """WaitOnPermit, PreBind, Bind. A cancelled binding unreserves and forgets.
+        """WaitOnPermit, PreBind, Bind. A cancelled binding unreserves and forgets;
+        one called off (``call_off``) before it was sent returns that failure for the
+        caller to undo.
         ``permit_timed``: the Permit wait was already measured (``wait_for_permit``)."""
         status = SUCCESS
+        key = info.key
+        called_off = self._called_off.get(key)
+        if called_off is not None:
+            return Status.unschedulable(called_off)
+        bound = False
+        # The client asks this before sending the binding (after its rate limiter).
+        guard = CALL_OFF.set(lambda: self._called_off.get(key))
         try:
             waiting = self.waiting.get(info.key)
             if waiting is not None:
@@ -166,12 +228,21 @@ class BindingCycle:
             if status.is_success:
                 # Run "prebind" plugins.
                 status = await fwk.run_pre_bind(state, info, node)
-            if status.is_success:
+            if status.is_success and node not in self.cache.table.index:
+                self._called_off[key] = f"node {node} was deleted before the pod was bound to it"
+            if status.is_success and key not in self._called_off:
                 # Run "bind" plugins.
                 status = await fwk.run_bind(state, info, node)
+                bound = status.is_success
         except BaseException:
             self.revert(fwk, state, info, node)
             raise
+        finally:
+            CALL_OFF.reset(guard)
+        why = self._called_off.get(key)
+        if why is not None and not bound:
+            # Called off before it was sent (or refused for that reason by the client).
+            return Status.unschedulable(why)
         return status
 
     def bound(
@@ -223,6 +294,7 @@ class BindingCycle:
         measures it (scheduling and binding cycle together)."""
         info = entity.pod_info
         self.revert(fwk, state, info, node)
+        self.take_called_off(info.key)
         # The capacity just released may let other pods fit.
         self.queue.on_event(ASSIGNED_POD_DELETE, info.pod, None)
         error = status.error

@@ -8,7 +8,7 @@ left), this pod would see exactly the cluster the last one saw plus that one pod
 ``PodBatches`` then evaluates the signature once over every feasible node with a
 ``BatchPlacer`` and places each following pod by re-checking only the node the
 previous pod took. Any other change to the cluster (a pod or node event, a
-forgotten assumption, another signature) ends the batch, and the next pod goes
+namespace's labels, a forgotten assumption, another signature) ends the batch, and the next pod goes
 through the full cycle again.
 
 Two rules keep the shared evaluation from costing more than it saves: a batch
@@ -89,6 +89,12 @@ class PodBatches:
         self._placer = placer
         self.batches += 1
         return placer
+
+    def interrupt(self) -> None:
+        """Something a batch's evaluation depends on changed outside the NodeTable
+        (a namespace's labels): the next pod runs the full cycle."""
+        self._placer = None
+        self._last = None
 
     def assumed(self, fwk: Framework, info: PodInfo) -> None:
         """The full cycle just assumed ``info``: a next pod of the same signature

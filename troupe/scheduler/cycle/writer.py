@@ -30,7 +30,7 @@ from typing import Any
 
 import structlog
 
-from troupe.api.client import Event, SchedulerClient
+from troupe.api.client import Event, SchedulerClient, WriteFenced
 from troupe.api.clock import Clock, RealClock
 from troupe.api.objects import Pod, PodCondition
 from troupe.api.tasks import TaskSupervisor
@@ -149,6 +149,10 @@ class BackgroundWriter:
             await call  # type: ignore[misc]
         except asyncio.CancelledError:
             raise
+        except WriteFenced:
+            # The lease is lost and the elector has said so once: not sent, as
+            # every write after it.
+            self.failures += 1
         except Exception as exc:
             self.failures += 1
             log.warning("background write failed", error=repr(exc))

@@ -5,8 +5,8 @@ per plugin, shared by all its extension points) and sorts them into the extensio
 points they implement, in profile order. The framework is the plugins' handle
 (upstream ``frameworkImpl`` implements ``framework.Handle``): each plugin is built
 with it, and everything the handle serves (the client, the NodeTable, waiting pods,
-nominated pods, PodDisruptionBudgets) is given to the constructor, so a framework
-is complete once built.
+nominated pods, PodDisruptionBudgets, namespace labels) is given to the constructor,
+so a framework is complete once built.
 
 The pod cycle (``troupe.scheduler.cycle``) and the group cycle
 (``troupe.scheduler.gangs``) call the ``run_*`` methods. PreFilter to Score work on
@@ -37,6 +37,8 @@ from troupe.api.framework import (
     DisruptionPlan,
     FilterPlugin,
     FilterResult,
+    NamespaceLabels,
+    NamespaceLister,
     PermitDisruptionPlugin,
     PermitPlugin,
     PostBindPlugin,
@@ -110,6 +112,7 @@ class Framework:
         groups: GroupDirectory | None = None,
         nominated: NominatedPods | None = None,
         pdbs: Mapping[str, PodDisruptionBudget] | None = None,
+        namespaces: NamespaceLister | None = None,
         observer: Observer = no_observer,
     ) -> None:
         self.profile = profile
@@ -120,6 +123,7 @@ class Framework:
         self._groups: GroupDirectory = groups if groups is not None else NoGroups()
         self.nominated = nominated if nominated is not None else NominatedPods(_NoNominations(), ())
         self._pdbs: Mapping[str, PodDisruptionBudget] = pdbs if pdbs is not None else {}
+        self._namespaces = namespaces if namespaces is not None else NamespaceLabels()
         names: list[str] = []
         for refs in profile.points.values():
             names.extend(r.name for r in refs if r.name not in names)
@@ -202,6 +206,10 @@ class Framework:
 
     def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
         return list(self._pdbs.values())
+
+    @property
+    def namespaces(self) -> NamespaceLister:
+        return self._namespaces
 
     # --- queue side ---------------------------------------------------------------
 

@@ -9,8 +9,12 @@ Binding N pods is not atomic in Kubernetes. If a binding fails for good (the API
 refuses it) and the group falls below quorum, the admission is *broken*: members
 whose binding has not been posted yet are released instead of bound, and once every
 member's binding has settled the released members go back to the queue together,
-with backoff (docs/gangs.md, "What troupe guarantees"). When every member has
-settled, the v1alpha2 PodGroup gets ``PodGroupScheduled`` (KEP-5832).
+with backoff (docs/gangs.md, "What troupe guarantees"). Members whose binding is
+still waiting to be sent (for the client's rate limiter, say) are called off at
+once (``BindingCycle.call_off``), so a broken gang is re-decided as a whole rather
+than completed piecemeal. A member whose node is deleted before its binding is sent
+breaks the admission the same way. When every member has settled, the v1alpha2
+PodGroup gets ``PodGroupScheduled`` (KEP-5832).
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ class Admission:
     # The break was an API error (not a member deleted or bound elsewhere).
     error: bool = False
     unposted: set[str] = field(default_factory=set)
+    # Each member's node, to call off the bindings not sent when the gang breaks.
+    nodes: dict[str, str] = field(default_factory=dict)
     # Members whose binding failed or was called off: requeued together, with
     # backoff, once every member's binding has settled.
     released: list[str] = field(default_factory=list)
@@ -72,6 +78,22 @@ class GangAdmission:
         self.groups = groups
         self.report = report
 
+    def spawn(self, fwk: Framework, p: Placement, start: float, admission: Admission) -> None:
+        """Start one member's binding cycle in the binding slot the caller holds."""
+        admission.nodes[p.info.key] = p.result.node
+        self.binding.spawn(self.bind(fwk, p, start, admission), p.info.key, p.result.node)
+
+    def _break(self, admission: Admission, why: str, *, error: bool) -> None:
+        """The gang fell below quorum: release every member not bound yet."""
+        if admission.broken:
+            return
+        admission.broken = why
+        admission.error = error
+        for key in admission.unposted:
+            node = admission.nodes.get(key)
+            if node is not None:
+                self.binding.call_off(key, node, why)
+
     async def bind(self, fwk: Framework, p: Placement, start: float, admission: Admission) -> None:
         """One member's binding cycle (an owned binding task)."""
         binding = self.binding
@@ -88,6 +110,12 @@ class GangAdmission:
             return
         binding.revert(fwk, p.state, info, node)
         self.queue.on_event(ASSIGNED_POD_DELETE, info.pod, None)
+        called_off = binding.take_called_off(info.key)
+        if called_off is not None and admission.broken:
+            # Released with the rest of a broken gang before its binding was sent.
+            self.report.pod(info, REASON_UNSCHEDULABLE, admission.broken)
+            self._settled(admission, info.key, released=True)
+            return
         error = status.error
         gone = isinstance(error, ApiError) and (error.is_conflict or error.is_not_found)
         log.warning(
@@ -98,14 +126,18 @@ class GangAdmission:
             error=status.message,
         )
         placed = self.groups.placed_count(admission.ref.key)
-        if placed < admission.min_count and not admission.broken:
-            admission.broken = (
+        if placed < admission.min_count:
+            self._break(
+                admission,
                 f"gang {admission.ref.display}: binding {info.key} failed ({status.message}); "
                 f"{placed} of {admission.min_count} required pods remain placed, "
-                "the rest of the gang is released and retried"
+                "the rest of the gang is released and retried",
+                error=not gone and called_off is None,
             )
-            admission.error = not gone
-        if not gone:
+        if called_off is not None:
+            # Its node went away: nothing was sent; it is retried with the gang.
+            self.report.pod(info, REASON_UNSCHEDULABLE, status.message)
+        elif not gone:
             self.report.pod(info, REASON_SCHEDULER_ERROR, f"binding failed: {status.message}")
         # Bound elsewhere or deleted: the informer reports it; never bind it again.
         self._settled(admission, info.key, released=not gone)

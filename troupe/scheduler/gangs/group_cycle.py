@@ -38,6 +38,7 @@ import structlog
 
 from troupe.api.framework import Diagnosis
 from troupe.api.gangs import GangPolicy, GroupRef
+from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.api.tasks import TaskSupervisor
 from troupe.queue.entity import QueuedGroupInfo
@@ -109,10 +110,29 @@ class GroupCycle:
         start = time.perf_counter()
         ref = entity.ref
         policy = self.groups.policy(ref)
-        members = member_order(list(entity.members.values()))
-        if policy is None or not members:
+        # A member already placed (its binding in flight) is counted in ``already``
+        # and never placed twice. A member whose name is still held by a deleted
+        # pod being bound waits until that binding has settled (it fails on the UID
+        # precondition), as a lone pod does in schedule_one.
+        fresh: list[PodInfo] = []
+        stale: list[str] = []
+        for m in entity.members.values():
+            cached = self.cache.uid_of(m.key)
+            if cached is None:
+                fresh.append(m)
+            elif cached != m.pod.metadata.uid:
+                stale.append(m.key)
+        members = member_order(fresh)
+        if policy is None or not entity.members:
             # The group object went away meanwhile: back to the gated pool.
             self.queue.add_unschedulable_if_not_present(entity, cycle)
+            return
+        if not members:
+            if stale:
+                self.queue.requeue_group_remainder(entity, stale, cycle, unschedulable_plugins=())
+            else:
+                # Every member is placed already (bound, or its binding in flight).
+                self.queue.done(entity.key, entity)
             return
         # Members bound or assumed before this attempt (the cache reports this
         # attempt's assumptions to the directory too: count before placing).
@@ -172,9 +192,7 @@ class GroupCycle:
         )
         for p in placed:
             await self.bindings.acquire()
-            self.bindings.spawn(
-                self.admission.bind(fwk, p, start, admission), name=f"bind {p.info.key}", held=True
-            )
+            self.admission.spawn(fwk, p, start, admission)
 
     # --- telling the user ------------------------------------------------------------------
 

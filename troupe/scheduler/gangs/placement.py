@@ -83,6 +83,21 @@ class GangPlacer:
         failures: list[Failure] = []
         if shortfall:
             return placed, failures, shortfall
+        try:
+            self._place_members(fwk, members, placed, failures)
+        except BaseException:
+            # Nothing of a failed attempt stays placed.
+            self.revert(fwk, placed)
+            raise
+        return placed, failures, ""
+
+    def _place_members(
+        self,
+        fwk: Framework,
+        members: list[PodInfo],
+        placed: list[Placement],
+        failures: list[Failure],
+    ) -> None:
         # Existing pods' anti-affinity may tell members apart by their labels.
         with_labels = bool(self.cache.table.affinity_pods)
         for run in runs(members, with_labels):
@@ -104,7 +119,6 @@ class GangPlacer:
                         failures.append((same, result.status, result.diagnosis))
                     break
                 self._reserve(fwk, Placement(info, state, result), placed, failures)
-        return placed, failures, ""
 
     def revert(self, fwk: Framework, placed: list[Placement]) -> None:
         """Undo every placement, last first."""

@@ -3,7 +3,7 @@
 ``GangTimeouts.sweep`` runs from the loop's housekeeping (once a second)
 and tells users about gangs that are not being scheduled:
 
-- **Held back by their gate** (the group's PreEnqueue, ``troupe.queue.group_index``):
+- **Held back by their gate** (the group's PreEnqueue, ``troupe.queue.pre_enqueue``):
   a malformed group object (``minMember: 0``, a Workload without the pod group its
   pods name, ...) or members naming different schedulers are reported at the next
   sweep; a group object that does not exist, or fewer pods than ``minCount``, only

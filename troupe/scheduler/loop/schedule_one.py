@@ -16,19 +16,22 @@ timeouts). Cluster events from the informers arrive through
 
 from __future__ import annotations
 
+import asyncio
+
 import structlog
 
 from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.config import ResolvedConfig
 from troupe.api.events import ASSIGNED_POD_DELETE
+from troupe.api.framework import NamespaceLister
 from troupe.api.gangs import GroupRef, group_ref_of
 from troupe.api.objects import Pod
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.status import SUCCESS, Status
 from troupe.api.tasks import TaskSupervisor
 from troupe.plugins.registry import Registry
-from troupe.queue.entity import QueuedGroupInfo, QueuedPodInfo
+from troupe.queue.entity import QueuedEntity, QueuedGroupInfo, QueuedPodInfo
 from troupe.queue.nominator import Nominator
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cache import Cache
@@ -69,6 +72,7 @@ class Scheduler:
         stats: AttemptStats | None = None,
         groups: GangDirectory | None = None,
         metrics: SchedulerMetrics | None = None,
+        namespaces: NamespaceLister | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -104,6 +108,7 @@ class Scheduler:
                 groups=self.groups,
                 nominated=self.nominated,
                 pdbs=self.pdbs,
+                namespaces=namespaces,
                 **kwargs,
             )
         first = next(iter(self.frameworks.values()))
@@ -201,6 +206,7 @@ class Scheduler:
             default_timeout=config.gang_schedule_timeout_seconds,
         )
         self._stopping = False
+        self._housekeeping: list[asyncio.Task[None]] = []
 
     # --- the loop ------------------------------------------------------------------
 
@@ -221,33 +227,76 @@ class Scheduler:
         return scheduler_name in self.frameworks
 
     async def schedule_one(self) -> bool:
-        """One pop and attempt; False once the queue is closed."""
+        """One pop and attempt; False once the queue is closed.
+
+        No pod or group can stop the loop: an unexpected error fails that entity's
+        attempt (``_attempt_failed``) and the loop goes on."""
         entity = await self.queue.pop()
         if entity is None:
             return False
+        cycle = self.queue.scheduling_cycle
+        try:
+            if isinstance(entity, QueuedGroupInfo):
+                await self._schedule_group(entity)
+            elif isinstance(entity, QueuedPodInfo):
+                await self._schedule_pod(entity)
+            else:
+                log.error("unknown queued entity kind", entity=entity.key)
+                self.queue.done(entity.key)
+        except Exception:
+            self._attempt_failed(entity, cycle)
+        return True
+
+    def _attempt_failed(self, entity: QueuedEntity, cycle: int) -> None:
+        """An attempt raised: log it with its traceback, count it as an error, undo
+        what it assumed that is not being bound, and retry the entity after backoff."""
+        members = (
+            list(entity.members.values())
+            if isinstance(entity, QueuedGroupInfo)
+            else [entity.pod_info]
+            if isinstance(entity, QueuedPodInfo)
+            else []
+        )
+        profile = members[0].pod.spec.scheduler_name if members else ""
+        log.exception("scheduling attempt failed", entity=entity.key, profile=profile)
         if isinstance(entity, QueuedGroupInfo):
-            await self._schedule_group(entity)
-            return True
-        if not isinstance(entity, QueuedPodInfo):
-            log.error("unknown queued entity kind", entity=entity.key)
+            self.stats.group_attempt("error", profile, 0.0)
+        else:
+            self.stats.attempt("error", profile, 0.0)
+        remaining = []
+        for info in members:
+            if self.cache.uid_of(info.key) != info.pod.metadata.uid:
+                remaining.append(info.key)
+            elif not self.bindings.running(f"bind {info.key}") and not self.waiting.get(info.key):
+                # Assumed by the failed attempt and handed to no binding cycle.
+                self.cache.forget(info)
+                self.stats.forget_member(info.key)
+                remaining.append(info.key)
+        # An error: retried after backoff, whatever the cluster events.
+        entity.unschedulable_plugins = set()
+        if isinstance(entity, QueuedGroupInfo):
+            self.queue.requeue_group_remainder(entity, remaining, cycle, unschedulable_plugins=())
+        elif remaining:
+            self.queue.add_unschedulable_if_not_present(entity, cycle)
+        else:
             self.queue.done(entity.key)
-            return True
+
+    async def _schedule_pod(self, entity: QueuedPodInfo) -> None:
         info = entity.pod_info
         fwk = self.frameworks.get(info.pod.spec.scheduler_name)
         cached_uid = self.cache.uid_of(info.key)
         if fwk is None or cached_uid == info.pod.metadata.uid:
             # Not ours (any more), or already assumed/bound: nothing to do.
             self.queue.done(info.key)
-            return True
+            return
         cycle = self.queue.scheduling_cycle
         if cached_uid is not None:
             # A deleted pod of the same name is still being bound; try this one
             # once that binding has settled (it will fail on the UID precondition).
             entity.unschedulable_plugins = set()
             self.queue.add_unschedulable_if_not_present(entity, cycle)
-            return True
+            return
         await self.pod_cycle.run(fwk, entity, cycle)
-        return True
 
     async def _schedule_group(self, entity: QueuedGroupInfo) -> None:
         cycle = self.queue.scheduling_cycle
@@ -263,8 +312,10 @@ class Scheduler:
     async def run(self) -> None:
         """Schedule until ``stop``; housekeeping (queue flushes, assumed-pod expiry)
         runs beside the loop."""
-        self.background.spawn(self.queue.run(), name="queue flush")
-        self.background.spawn(self._expire_assumed(), name="assumed expiry")
+        self._housekeeping = [
+            self.background.spawn(self.queue.run(), name="queue flush"),
+            self.background.spawn(self._expire_assumed(), name="assumed expiry"),
+        ]
         while not self._stopping and await self.schedule_one():
             pass
 
@@ -285,6 +336,9 @@ class Scheduler:
         cancel what is left (each cancelled binding unreserves and forgets)."""
         self._stopping = True
         self.queue.close()
+        # The housekeeping loops end only when told: no reason to wait for them.
+        for task in self._housekeeping:
+            task.cancel()
         await self.bindings.drain(timeout=grace)
         await self.bindings.cancel_all()
         await self.writer.flush(timeout=min(grace, 2.0))

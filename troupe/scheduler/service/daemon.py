@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from troupe.api.clock import Clock, RealClock
 from troupe.api.config import ResolvedConfig
+from troupe.api.framework import NamespaceLabels
 from troupe.api.gangapi import GroupObject
 from troupe.api.gangs import GangApi
 from troupe.api.objects import PriorityClass
@@ -35,9 +36,11 @@ from troupe.kube import (
     check_reachable,
     connect,
 )
+from troupe.kube.fence import FencedTransport
 from troupe.kube.gang_informers import add_gang_informers
+from troupe.kube.namespace_informer import namespace_informer
 from troupe.kube.pdb_informer import pdb_informer
-from troupe.kube.transport import observe_requests
+from troupe.kube.transport import HttpTransport, observe_requests
 from troupe.plugins.registry import Registry, default_registry
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.status import PodGroupStatusController
@@ -77,6 +80,7 @@ class SchedulerDaemon:
         sync_timeout: float = 60.0,
         seed: int | None = None,
         stats: AttemptStats | None = None,
+        fence: Callable[[], bool] | None = None,
     ) -> None:
         self.config = config
         self.connection = connection
@@ -89,6 +93,8 @@ class SchedulerDaemon:
         # scheduled (the Prometheus histograms hold the distribution). Benchmarks that
         # read latencies pass their own AttemptStats().
         self.stats = stats if stats is not None else AttemptStats(keep_latencies=False)
+        # May a write be sent now? (``LeaderElector.may_write`` under leader election.)
+        self.fence = fence
         self.tasks = TaskSupervisor("daemon")
         self.scheduler: Scheduler | None = None
         self.informers: SharedInformers | None = None
@@ -120,8 +126,12 @@ class SchedulerDaemon:
             raise
         profile = self.config.profiles[0]
         cc = self.config.client_connection
+        writes: HttpTransport | FencedTransport = HttpTransport(api)
+        if self.fence is not None:
+            # Under leader election: no write leaves unless the lease is provably ours.
+            writes = FencedTransport(writes, self.fence)
         self.client = KubeClient(
-            api,
+            writes,
             self.clock,
             qps=cc.qps,
             burst=cc.burst,
@@ -131,6 +141,7 @@ class SchedulerDaemon:
         priority_classes = PriorityClassValues()
         directory = GangDirectory(priority_of=priority_classes.values.get)
         priority_classes.changed.append(directory.priority_classes_changed)
+        namespaces = NamespaceLabels()
         self.scheduler = Scheduler(
             self.config,
             self.registry,
@@ -140,6 +151,7 @@ class SchedulerDaemon:
             groups=directory,
             metrics=self.metrics,
             stats=self.stats,
+            namespaces=namespaces,
         )
         informers: SharedInformers | None = None
         self.status_controller = PodGroupStatusController(
@@ -171,6 +183,7 @@ class SchedulerDaemon:
                 status.on_group_delete(obj)  # type: ignore[arg-type]
 
         informers.add(pdb_informer(informers.transport, self.clock, self.scheduler.pdbs))
+        informers.add(namespace_informer(informers.transport, self.clock, namespaces, handlers))
         self.gang_apis = await add_gang_informers(
             informers,
             self.clock,

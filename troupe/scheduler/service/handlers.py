@@ -2,10 +2,10 @@
 
 The informers call these handlers with parsed objects; the handlers keep the cache
 (assigned pods, nodes) and the queue (unassigned pods of our profiles) in step,
-and turn each change into a ``ClusterEvent`` so the queue can move pods that the
-change may have made schedulable. Pods of other schedulers are ignored unless
-assigned (they consume node capacity). Terminal pods (Succeeded/Failed) free their
-capacity, as upstream's informer excludes them.
+and turn each change (namespace label changes included) into a ``ClusterEvent`` so
+the queue can move pods that the change may have made schedulable. Pods of other
+schedulers are ignored unless assigned (they consume node capacity). Terminal pods
+(Succeeded/Failed) free their capacity, as upstream's informer excludes them.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from typing import Protocol
 from troupe.api.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
+    NAMESPACE_ADD,
+    NAMESPACE_DELETE,
+    NAMESPACE_LABEL_UPDATE,
     NODE_ADD,
     NODE_DELETE,
     Action,
@@ -23,7 +26,7 @@ from troupe.api.events import (
 )
 from troupe.api.gangapi import GroupObject, WorkloadTemplates
 from troupe.api.gangs import GangApi, group_ref_of
-from troupe.api.objects import Node, Pod
+from troupe.api.objects import Namespace, Node, Pod
 from troupe.scheduler.loop.schedule_one import Scheduler
 
 
@@ -117,6 +120,12 @@ class ClusterEventHandlers:
             s.queue.delete(old)
             s.queue.add(new)
             return
+        if s.cache.uid_of(new.key) == new.metadata.uid:
+            # Assumed, its binding in flight: the pod left the queue when it was
+            # placed and must not come back to be placed again (upstream skips
+            # assumed pods the same way). A label or annotation an operator adds
+            # meanwhile changes nothing about where it goes.
+            return
         s.queue.update(old, new)
 
     def on_pod_delete(self, pod: Pod) -> None:
@@ -157,7 +166,25 @@ class ClusterEventHandlers:
 
     def on_node_delete(self, node: Node) -> None:
         self._s.cache.remove_node(node.metadata.name)
+        # Bindings to it not sent yet are called off: their pods (and gangs) are
+        # placed again rather than bound to a node that is gone.
+        self._s.binding.node_deleted(node.metadata.name)
         self._s.queue.on_event(NODE_DELETE, node, None)
+
+    # --- namespaces ----------------------------------------------------------------
+    # The Namespace informer has updated the labels plugins read before calling
+    # these, and calls ``on_namespace_update`` only when the labels changed.
+
+    def on_namespace_add(self, namespace: Namespace) -> None:
+        self._s.queue.on_event(NAMESPACE_ADD, None, namespace)
+
+    def on_namespace_update(self, old: Namespace, new: Namespace) -> None:
+        # A batch of pods evaluated against the old labels ends here.
+        self._s.pod_batches.interrupt()
+        self._s.queue.on_event(NAMESPACE_LABEL_UPDATE, old, new)
+
+    def on_namespace_delete(self, namespace: Namespace) -> None:
+        self._s.queue.on_event(NAMESPACE_DELETE, namespace, None)
 
     # --- pod groups (any of the three gang APIs) ---------------------------------------
 
