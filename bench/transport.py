@@ -15,7 +15,9 @@ requests; ``requests_per_second`` is their rate, bounded by the server's single
 core. The figures of each path's best round are reported (other load on the
 machine only adds), with the median CPU over all rounds; ``ratio`` = best aiohttp
 CPU ÷ best http1 CPU, ``httptools_over_http1`` = best httptools CPU ÷ best http1
-CPU (above 1: llhttp's parser costs more).
+CPU (above 1: llhttp's parser costs more). Other load drifts over minutes, so
+``httptools_over_http1_paired`` compares each round's httptools and http1 runs,
+seconds apart, and gives the median of those ratios.
 
 ``python -m bench transport [--requests 20000] [--concurrency 64] [--rounds 5]``
 """
@@ -160,6 +162,11 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         result[f"{name}_cpu_us_per_request_median"] = round(median, 1)
     result["ratio"] = round(cpu["aiohttp"] / cpu["http1"], 2)
     result["httptools_over_http1"] = round(cpu["httptools"] / cpu["http1"], 3)
+    paired = statistics.median(
+        ours["cpu_us_per_request"] / theirs["cpu_us_per_request"]
+        for ours, theirs in zip(rounds["httptools"], rounds["http1"], strict=True)
+    )
+    result["httptools_over_http1_paired"] = round(paired, 3)
     return result
 
 

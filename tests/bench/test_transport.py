@@ -43,4 +43,7 @@ def test_the_ratios_compare_the_best_rounds(smoke: dict[str, Any]) -> None:
     assert smoke["httptools_over_http1"] == pytest.approx(
         smoke["httptools_cpu_us_per_request"] / http1, abs=0.002
     )
+    assert smoke["httptools_over_http1_paired"] == pytest.approx(  # one round: the same pair
+        smoke["httptools_over_http1"], abs=0.002
+    )
     assert (smoke["requests_per_round"], smoke["rounds"]) == (100, 1)
