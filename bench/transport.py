@@ -1,23 +1,18 @@
-"""Client CPU per API request: aiohttp's ClientSession vs troupe's HTTP/1.1 pool, the
-pool with its hand-written response parser (``http1_parse``) and with llhttp's
-(``http1_llhttp``, through ``httptools``).
+"""Client CPU per API request: aiohttp's ClientSession vs troupe's HTTP/1.1 pool.
 
 The embedded API server runs in its own process (``bench.server``) with a pending
-pod for every binding to come. In this process, ``ApiClient``s from ``connect``
-serve, in rounds, ``AiohttpTransport`` (the ClientSession path troupe used for
-every request: ``aiohttp``) and ``HttpTransport`` (the ``http1`` pool) with either
-parser (``http1``: hand-written; ``httptools``: llhttp); each round runs the three
-paths, starting with the next one each time. Each path sends, for its own pods,
-what the scheduler sends per scheduled pod (the binding and its ``Scheduled``
-event) from ``--concurrency`` workers. ``cpu_us_per_request`` is this process's
-CPU time (``time.process_time``, split into user and system) over the round's
-requests; ``requests_per_second`` is their rate, bounded by the server's single
-core. The figures of each path's best round are reported (other load on the
-machine only adds), with the median CPU over all rounds; ``ratio`` = best aiohttp
-CPU ÷ best http1 CPU, ``httptools_over_http1`` = best httptools CPU ÷ best http1
-CPU (above 1: llhttp's parser costs more). Other load drifts over minutes, so
-``httptools_over_http1_paired`` compares each round's httptools and http1 runs,
-seconds apart, and gives the median of those ratios.
+pod for every binding to come. In this process, one ``ApiClient`` from ``connect``
+serves, in rounds, ``AiohttpTransport`` (the ClientSession path troupe used for
+every request) and ``HttpTransport`` (the ``http1`` pool), each round starting with
+the other one. Each sends, for its own pods, what the scheduler sends per scheduled
+pod (the binding and its ``Scheduled`` event) from ``--concurrency`` workers.
+``cpu_us_per_request`` is this process's CPU time (``time.process_time``, split into
+user and system) over the round's requests; ``requests_per_second`` is their rate,
+bounded by the server's single core. The figures of each path's best round are
+reported (other load on the machine only adds), with the median CPU over all
+rounds, and ``ratio`` = best aiohttp CPU ÷ best http1 CPU. The pool's parser is
+llhttp's (``httptools``); the bench that compared it with the hand-written parser
+it replaced is in commit b12a6c9 (docs/benchmarks.md, "Transport").
 
 ``python -m bench transport [--requests 20000] [--concurrency 64] [--rounds 5]``
 """
@@ -35,8 +30,6 @@ from pathlib import Path
 from resource import RUSAGE_SELF, getrusage
 
 from troupe.kube import connect
-from troupe.kube.http1_llhttp import LlhttpResponseParser
-from troupe.kube.http1_pools import pool_for
 from troupe.kube.transport import AiohttpTransport, HttpTransport, Transport
 
 from bench.server import NAMESPACE, ServerProcess
@@ -114,7 +107,7 @@ async def send_all(transport: Transport, pods: list[str], concurrency: int) -> d
 
 
 async def measure(args: argparse.Namespace) -> dict[str, object]:
-    paths = ("aiohttp", "http1", "httptools")
+    paths = ("aiohttp", "http1")
     pods_per_round = args.requests // 2
     total = len(paths) * (args.rounds * pods_per_round + WARMUP // 2)
     with tempfile.TemporaryDirectory() as tmp:
@@ -122,15 +115,9 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         argv = ["--nodes", "1", "--pods", str(total)]
         async with ServerProcess(argv, kubeconfig):
             api = await connect(str(kubeconfig), None, False, pool_size=args.concurrency)
-            # A second client, so that the llhttp parser gets a pool of its own.
-            api_llhttp = await connect(str(kubeconfig), None, False, pool_size=args.concurrency)
-            pool = pool_for(api_llhttp)
-            assert pool is not None
-            pool.parser = LlhttpResponseParser
             transports: dict[str, Transport] = {
                 "aiohttp": AiohttpTransport(api),
                 "http1": HttpTransport(api),
-                "httptools": HttpTransport(api_llhttp),
             }
             names = iter(f"pod-{i}" for i in range(total))
             for name in paths:
@@ -145,7 +132,6 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
                         )
             finally:
                 await api.close()
-                await api_llhttp.close()
     result: dict[str, object] = {
         "benchmark": "transport",
         "loop": args.loop,
@@ -161,12 +147,6 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         median = statistics.median(f["cpu_us_per_request"] for f in figures)
         result[f"{name}_cpu_us_per_request_median"] = round(median, 1)
     result["ratio"] = round(cpu["aiohttp"] / cpu["http1"], 2)
-    result["httptools_over_http1"] = round(cpu["httptools"] / cpu["http1"], 3)
-    paired = statistics.median(
-        ours["cpu_us_per_request"] / theirs["cpu_us_per_request"]
-        for ours, theirs in zip(rounds["httptools"], rounds["http1"], strict=True)
-    )
-    result["httptools_over_http1_paired"] = round(paired, 3)
     return result
 
 

@@ -11,7 +11,7 @@ uvloop), and keeps aiohttp for watches.
 - Idle connections are reused last-in first-out (the warmest first) and closed
   after ``idle_timeout``; a connection is discarded on ``Connection: close``, when
   the peer closes, on any error and on anything that is not exactly one
-  well-framed response (``http1_parse``).
+  well-framed response (``http1_parse``, on llhttp).
 - Every request has a deadline covering the wait for a connection, the connect
   (bounded again by the connect timeout) and the response: a half-open connection
   never hangs a binding.
@@ -30,8 +30,7 @@ import contextlib
 import socket
 import ssl
 from collections import deque
-from collections.abc import Callable
-from typing import Protocol, cast
+from typing import cast
 
 from troupe.kube.http1_parse import ProtocolError, Reply, ResponseParser
 
@@ -63,27 +62,13 @@ def encode_request(
     )
 
 
-class Parser(Protocol):
-    """What a connection needs of its response parser (``http1_parse``,
-    ``http1_llhttp``): the two are compared by ``python -m bench transport``."""
-
-    @property
-    def idle(self) -> bool: ...
-
-    def expect(self, head_only: bool = False) -> None: ...
-
-    def feed(self, data: bytes) -> list[Reply]: ...
-
-    def feed_eof(self) -> Reply | None: ...
-
-
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; ``exchange`` sends a request and awaits its reply."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, parser: Parser) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._transport: asyncio.Transport | None = None
-        self._parser = parser
+        self._parser = ResponseParser()
         self._waiter: asyncio.Future[Reply] | None = None
         self.closed = False  # seen closed, or discarded: never written to again
         self.idle_since = 0.0
@@ -204,14 +189,12 @@ class Http1Pool:
         server_hostname: str | None = None,
         limit: int = 64,
         idle_timeout: float = IDLE_TIMEOUT,
-        parser: Callable[[], Parser] = ResponseParser,
     ) -> None:
         self.host, self.port = host, port
         self._ssl = ssl_context
         self._server_hostname = server_hostname if ssl_context is not None else None
         self.limit = max(1, limit)
         self._idle_timeout = idle_timeout
-        self.parser = parser  # a new one for each connection
         self._free = self.limit  # requests that may start now
         self._waiters: deque[asyncio.Future[None]] = deque()  # FIFO, for a free slot
         self._idle: deque[_Connection] = deque()
@@ -309,7 +292,7 @@ class Http1Pool:
         self._all.discard(conn)
 
     async def _connect(self, loop: asyncio.AbstractEventLoop, deadline: float) -> _Connection:
-        conn = _Connection(loop, self.parser())
+        conn = _Connection(loop)
         try:
             async with asyncio.timeout_at(deadline):
                 await loop.create_connection(
