@@ -2,15 +2,17 @@
 
 The embedded API server runs in its own process (``bench.server``) with a pending
 pod for every binding to come. In this process, one ``ApiClient`` from ``connect``
-serves, in alternating rounds, ``AiohttpTransport`` (the ClientSession path troupe
-used for every request) and ``HttpTransport`` (the ``http1`` pool). Each round sends,
-for its own pods, what the scheduler sends per scheduled pod (the binding and its
-``Scheduled`` event) from ``--concurrency`` workers. ``cpu_us_per_request`` is this
-process's CPU time (``time.process_time``, split into user and system) over the
-round's requests; ``requests_per_second`` is their rate, bounded by the server's
-single core. The figures of each path's best round are reported (other load on the
-machine only adds), with the median CPU over all rounds, and ``ratio`` = best
-aiohttp CPU ÷ best http1 CPU.
+serves, in rounds, ``AiohttpTransport`` (the ClientSession path troupe used for
+every request) and ``HttpTransport`` (the ``http1`` pool), each round starting with
+the other one. Each sends, for its own pods, what the scheduler sends per scheduled
+pod (the binding and its ``Scheduled`` event) from ``--concurrency`` workers.
+``cpu_us_per_request`` is this process's CPU time (``time.process_time``, split into
+user and system) over the round's requests; ``requests_per_second`` is their rate,
+bounded by the server's single core. The figures of each path's best round are
+reported (other load on the machine only adds), with the median CPU over all
+rounds, and ``ratio`` = best aiohttp CPU ÷ best http1 CPU. The pool's parser is
+llhttp's (``httptools``); the bench that compared it with the hand-written parser
+it replaced is in commit b12a6c9 (docs/benchmarks.md, "Transport").
 
 ``python -m bench transport [--requests 20000] [--concurrency 64] [--rounds 5]``
 """
@@ -122,8 +124,8 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
                 await send_all(transports[name], [next(names) for _ in range(WARMUP // 2)], 8)
             rounds: dict[str, list[dict[str, float]]] = {name: [] for name in paths}
             try:
-                for _ in range(args.rounds):
-                    for name in paths:
+                for r in range(args.rounds):
+                    for name in paths[r % len(paths) :] + paths[: r % len(paths)]:
                         pods = [next(names) for _ in range(pods_per_round)]
                         rounds[name].append(
                             await send_all(transports[name], pods, args.concurrency)

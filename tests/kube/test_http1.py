@@ -23,6 +23,7 @@ from troupe.kube.transport import (
 from tests.kube.scripted_http import (
     LARGE,
     Request,
+    Route,
     ScriptedServer,
     client,
     routes,
@@ -64,6 +65,56 @@ async def test_a_reply_is_read_and_the_next_request_gets_a_sound_connection(
         after = await http.request("GET", "/ok")
         assert after.status == 200
         assert [r.connection for r in server.requests] == [1, connections]
+
+
+def malformed(raw: bytes) -> Route:
+    async def route(req: Request, w: asyncio.StreamWriter) -> bool:
+        w.write(raw)
+        await w.drain()
+        return True  # the server keeps the connection open: the client must not reuse it
+
+    return route
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        pytest.param(
+            b"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n",
+            "malformed HTTP response: Invalid status code",
+            id="a bad status line",
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n",
+            "malformed HTTP response: Invalid character in chunk size",
+            id="a bad chunk size after a good chunk",
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"2\r\n{}\r\n0\r\n\r\n",
+            "Transfer-Encoding can't be present with Content-Length",
+            id="both a length and chunked",
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n{}",
+            "unsupported Transfer-Encoding b'gzip'",
+            id="a transfer coding other than chunked",
+        ),
+    ],
+)
+async def test_a_malformed_reply_is_a_status_0_error_and_its_connection_is_dropped(
+    raw: bytes, message: str
+) -> None:
+    async with (
+        ScriptedServer(routes(**{"/malformed": malformed(raw)})) as server,
+        client(server) as (http, _),
+    ):
+        with pytest.raises(ApiError) as err:
+            await http.request("GET", "/malformed")
+        assert err.value.status == 0
+        assert "GET /malformed" in err.value.message and message in err.value.message
+        assert (await http.request("GET", "/ok")).status == 200
+        assert [r.connection for r in server.requests] == [1, 2]
 
 
 async def test_retry_after_reaches_the_error() -> None:

@@ -1,4 +1,5 @@
-"""The HTTP/1.1 response parser: framing, however the bytes are split, and refusals."""
+"""The HTTP/1.1 response parser (llhttp): framing, however the bytes are split, and
+refusals with llhttp's reason."""
 
 from __future__ import annotations
 
@@ -99,17 +100,23 @@ FRAMING = [
         id="an interim 100 Continue is skipped",
     ),
     pytest.param(
-        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Folded: a\r\n b\r\n\r\n{}",
-        {},
-        Reply(200, b"{}", None, True),
-        id="an obsolete folded header line is ignored",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+        {"head_only": True},
+        Reply(200, b"", None, True),
+        id="an interim 100 Continue before the reply to HEAD is skipped",
     ),
     pytest.param(
-        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n"
-        b"1\r\nx\r\n0\r\n\r\n",
+        b"HTTP/1.1 204 No Content\r\n\r\n",
+        {"head_only": True},
+        Reply(204, b"", None, True),
+        id="a 204 to HEAD is one reply",
+    ),
+    pytest.param(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nRetry-After: 1\r\n\r\n"
+        b"1\r\nx\r\n0\r\nRetry-After: 9\r\n\r\n",
         {},
-        Reply(200, b"x", None, False),
-        id="chunked wins over Content-Length and the connection is not reused",
+        Reply(200, b"x", "1", True),
+        id="a trailer does not override a header",
     ),
     pytest.param(
         b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
@@ -176,18 +183,20 @@ def test_a_close_before_the_body_ends_yields_nothing() -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        pytest.param(b"HTTP/2 200 OK\r\n\r\n", "bad status line", id="not HTTP/1.x"),
-        pytest.param(b"HTTP/1.1 2x0 OK\r\n\r\n", "bad status line", id="a non-numeric status"),
-        pytest.param(b"HTTP/1.1 2000 OK\r\n\r\n", "bad status line", id="a four-digit status"),
-        pytest.param(b"SSH-2.0-OpenSSH\r\n\r\n", "bad status line", id="not HTTP at all"),
+        pytest.param(b"HTTP/2 200 OK\r\n\r\n", "Expected dot", id="not HTTP/1.x"),
+        pytest.param(b"HTTP/1.1 2x0 OK\r\n\r\n", "Invalid status code", id="a non-numeric status"),
+        pytest.param(
+            b"HTTP/1.1 2000 OK\r\n\r\n", "Invalid response status", id="a four-digit status"
+        ),
+        pytest.param(b"SSH-2.0-OpenSSH\r\n\r\n", "Expected HTTP/", id="not HTTP at all"),
         pytest.param(
             b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-            "bad Content-Length",
+            "Invalid character in Content-Length",
             id="a negative length",
         ),
         pytest.param(
             b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-            "conflicting Content-Length",
+            "Duplicate Content-Length",
             id="two different lengths",
         ),
         pytest.param(
@@ -197,23 +206,54 @@ def test_a_close_before_the_body_ends_yields_nothing() -> None:
         ),
         pytest.param(
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-            "bad chunk size",
+            "Invalid character in chunk size",
             id="a chunk size that is not hex",
         ),
         pytest.param(
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcd\r\n",
-            "chunk not followed by CRLF",
+            "Expected LF after chunk data",
             id="a chunk longer than its size",
         ),
         pytest.param(
             b"HTTP/1.1 200 OK\r\nContent-Length 2\r\n\r\n",
-            "malformed header line",
+            "Invalid header field char",
             id="a header line without a colon",
         ),
         pytest.param(
             b"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\n",
-            "malformed header line",
+            "Invalid header field char",
             id="whitespace before the colon",
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"1\r\nx\r\n0\r\n\r\n",
+            "Transfer-Encoding can't be present with Content-Length",
+            id="both chunked and a length: RFC 9112 6.3, possible smuggling",
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Folded: a\r\n b\r\n\r\n{}",
+            "Unexpected whitespace after header value",
+            id="an obsolete folded header line",
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+            "Duplicate Content-Length",
+            id="the same length twice",
+        ),
+        pytest.param(
+            b"HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+            "unsupported HTTP version 2.0",
+            id="a version other than 1.0 and 1.1",
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\nContent-Length: 1\n\nx",
+            "Missing expected CR after response line",
+            id="a line ending in LF alone",
+        ),
+        pytest.param(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: upgrade\r\n\r\n",
+            "unexpected 101",
+            id="a protocol switch with its Upgrade header",
         ),
         pytest.param(
             b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
@@ -225,8 +265,52 @@ def test_a_close_before_the_body_ends_yields_nothing() -> None:
             "headers exceed",
             id="endless headers",
         ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nX: "
+            + b"a" * (MAX_HEAD + 1),
+            "headers exceed",
+            id="an endless trailer",
+        ),
     ],
 )
 def test_a_response_that_cannot_be_framed_is_refused(raw: bytes, message: str) -> None:
-    with pytest.raises(ProtocolError, match=message):
-        ResponseParser().feed(raw)
+    for size in (len(raw), 1 if len(raw) < 1000 else 4096):  # whole, and in pieces
+        parser = ResponseParser()
+        with pytest.raises(ProtocolError, match=message):
+            for i in range(0, len(raw), size):
+                parser.feed(raw[i : i + size])
+
+
+def test_bytes_after_a_reply_that_are_no_reply_leave_the_reply_standing() -> None:
+    parser = ResponseParser()
+    raw = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}junk"
+    assert parser.feed(raw) == [Reply(200, b"{}", None, False)]
+    assert not parser.idle  # the pool drops the connection
+    with pytest.raises(ProtocolError, match="Data after `Connection: close`"):
+        parser.feed(b"more")
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n", id="by length"),
+        pytest.param(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", id="chunked"),
+    ],
+)
+def test_after_the_reply_to_head_the_next_reply_is_framed_afresh(first: bytes) -> None:
+    parser = ResponseParser()
+    parser.expect(head_only=True)
+    assert parser.feed(first) == [Reply(200, b"", None, True)]
+    assert parser.idle
+    assert parser.feed(b"HTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nx") == [
+        Reply(201, b"x", None, True)
+    ]
+    assert parser.idle
+
+
+def test_bytes_after_the_reply_to_head_are_no_reply_to_it() -> None:
+    parser = ResponseParser()
+    parser.expect(head_only=True)
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
+    assert parser.feed(raw) == [Reply(200, b"", None, True)]
+    assert not parser.idle  # the pool drops the connection

@@ -11,7 +11,7 @@ uvloop), and keeps aiohttp for watches.
 - Idle connections are reused last-in first-out (the warmest first) and closed
   after ``idle_timeout``; a connection is discarded on ``Connection: close``, when
   the peer closes, on any error and on anything that is not exactly one
-  well-framed response (``http1_parse``).
+  well-framed response (``http1_parse``, on llhttp).
 - Every request has a deadline covering the wait for a connection, the connect
   (bounded again by the connect timeout) and the response: a half-open connection
   never hangs a binding.
