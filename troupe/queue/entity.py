@@ -58,6 +58,10 @@ class QueuedEntity:
     gating_message: str = ""
     # Clock time at which the current backoff ends (0: never backed off).
     backoff_expiry: float = 0.0
+    # Set when the entity's pod was deleted while this attempt ran: whatever the
+    # attempt reports later, the entity is not queued again (a pod re-created under
+    # the same name is a new entity, with its own attempts).
+    withdrawn: bool = False
 
     @property
     def kind(self) -> EntityKind:

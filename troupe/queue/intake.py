@@ -157,6 +157,7 @@ class Intake:
             self._queues.remove(key)
             if (flight := self._in_flight.get(key)) is not None:
                 flight.deleted = True
+                flight.entity.withdrawn = True
         self._groups.forget_if_gone(key)
 
     def group_changed(self, target: GroupRef | str) -> None:

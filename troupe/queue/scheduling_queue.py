@@ -207,8 +207,10 @@ class SchedulingQueue:
             )
         key = entity.queue_id
         flight = self._in_flight.get(key)
-        if flight is not None and flight.entity is not entity:
-            return None  # the pod was deleted and re-created while this attempt ran
+        if entity.withdrawn or (flight is not None and flight.entity is not entity):
+            # The pod was deleted (and perhaps re-created) while this attempt ran.
+            self._in_flight.end(key, entity)
+            return None
         logged = self._in_flight.events_for(flight) if flight is not None else None
         self._in_flight.end(key, entity)
         if flight is not None and flight.latest is not None and isinstance(entity, QueuedPodInfo):
