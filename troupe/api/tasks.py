@@ -29,10 +29,6 @@ class TaskSupervisor:
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def running(self, name: str) -> bool:
-        """Whether a task of that name is running (a scan: for rare paths only)."""
-        return any(task.get_name() == name for task in self._tasks)
-
     async def acquire(self) -> None:
         """Wait for a free slot (back-pressure for the caller); pair with ``spawn``
         of ``held=True``."""

@@ -103,6 +103,10 @@ class BindingCycle:
                 del self._tasks[node]
         self._called_off.pop(key, None)
 
+    def in_flight(self, key: str) -> bool:
+        """Whether a binding task of ``key`` is running (owned here since ``spawn``)."""
+        return any(key in on_node for on_node in self._tasks.values())
+
     def call_off(self, key: str, node: str, why: str) -> bool:
         """Call off the binding of ``key`` to ``node`` if it is still running: it
         fails with ``why`` unless its request was already sent."""

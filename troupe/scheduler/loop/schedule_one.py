@@ -267,7 +267,7 @@ class Scheduler:
         for info in members:
             if self.cache.uid_of(info.key) != info.pod.metadata.uid:
                 remaining.append(info.key)
-            elif not self.bindings.running(f"bind {info.key}") and not self.waiting.get(info.key):
+            elif not self.binding.in_flight(info.key) and not self.waiting.get(info.key):
                 # Assumed by the failed attempt and handed to no binding cycle.
                 self.cache.forget(info)
                 self.stats.forget_member(info.key)
