@@ -23,6 +23,7 @@ EXPORTED_METRICS: list[str] = [
     "scheduler_podgroup_scheduling_attempt_duration_seconds_bucket",
     "scheduler_queued_entities",
     "troupe_podgroup_oldest_pending_seconds",
+    "troupe_partial_gangs",
     "leader_election_master_status",
     "scheduler_preemption_victims",
     "rest_client_requests_total",

@@ -129,7 +129,10 @@ def test_bind_errors_see_a_binding_refused_with_403(recorded_run: ProductionRun)
     assert not any(code.startswith("5") for code in codes)
 
 
-@pytest.mark.parametrize("name", ["TroupeNoLeader", "TroupeGangPendingTooLong", "TroupeBindErrors"])
+@pytest.mark.parametrize(
+    "name",
+    ["TroupeNoLeader", "TroupeGangPendingTooLong", "TroupeBindErrors", "TroupeGangPartlyBound"],
+)
 def test_the_alert_reads_one_series_troupe_exports(recorded_run: ProductionRun, name: str) -> None:
     metric, _ = selector(rule(name)["expr"])
     scraped = {n for n, _ in recorded_run.scrapes["leading"]}

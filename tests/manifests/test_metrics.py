@@ -115,6 +115,7 @@ def test_the_alerts_the_issue_asks_for() -> None:
         "TroupeNoLeader",
         "TroupeSchedulingFailureRateHigh",
         "TroupeGangPendingTooLong",
+        "TroupeGangPartlyBound",
         "TroupeBindErrors",
     ]
 

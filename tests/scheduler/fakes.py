@@ -29,6 +29,10 @@ class Recorder:
     # pods deleted, in order.
     nominations: dict[str, str] = field(default_factory=dict)
     deletions: list[str] = field(default_factory=list)
+    # Pods evicted through the Eviction API, in order; pod key -> errors raised by
+    # successive evict calls (a 429 for a PodDisruptionBudget).
+    evictions: list[str] = field(default_factory=list)
+    evict_errors: dict[str, list[ApiError]] = field(default_factory=dict)
     # When set, every binding waits for it (bindings held in flight).
     hold: asyncio.Event | None = None
 
@@ -57,6 +61,13 @@ class Recorder:
 
     async def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> bool:
         self.deletions.append(pod.key)
+        return True
+
+    async def evict_pod(self, pod: Pod) -> bool:
+        errors = self.evict_errors.get(pod.key)
+        if errors:
+            raise errors.pop(0)
+        self.evictions.append(pod.key)
         return True
 
     async def record_event(self, event: Event) -> None:

@@ -106,6 +106,12 @@ class SchedulerClient(Protocol):
         pod is already gone. Raises ApiError."""
         ...
 
+    async def evict_pod(self, pod: Pod) -> bool:
+        """POST a policy/v1 Eviction with the pod UID as precondition, so
+        PodDisruptionBudgets are respected. False when that pod is already gone. A 429
+        (a budget forbids it now) is raised, not retried. Raises ApiError."""
+        ...
+
     async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """JSON merge patch of any object (e.g. a PodGroup's status); returns it."""
         ...

@@ -38,6 +38,7 @@ from troupe.api.config_model import (
     KubeSchedulerProfile,
     LeaderElectionConfiguration,
     Loc,
+    PartialGangPolicy,
     PluginSet,
     format_loc,
     pop_type_meta,
@@ -89,6 +90,8 @@ class ResolvedProfile:
     percentage_of_nodes_to_score: int  # the profile's override, else the global value
     points: Mapping[str, tuple[PluginRef, ...]]  # every extension point, in run order
     args: Mapping[str, pydantic.BaseModel]  # validated args of each enabled plugin that has any
+    # A gang left partly bound past its timeout: "Evict" its bound members, or "Keep".
+    partial_gang_policy: PartialGangPolicy = "Evict"
 
     def names(self, point: str) -> tuple[str, ...]:
         return tuple(ref.name for ref in self.points[point])
@@ -240,6 +243,7 @@ def _resolve_profile(
         percentage_of_nodes_to_score=top.percentage_of_nodes_to_score if pct is None else pct,
         points=MappingProxyType(points),
         args=MappingProxyType(args),
+        partial_gang_policy=model.partial_gang_policy,
     )
 
 

@@ -177,12 +177,18 @@ class PluginConfig(ConfigModel):
     args: dict[str, Any] | None = None
 
 
+PartialGangPolicy = Literal["Evict", "Keep"]
+
+
 class KubeSchedulerProfile(ConfigModel):
     # None: defaulted to ``troupe-scheduler`` when it is the only profile, as upstream.
     scheduler_name: str | None = None
     percentage_of_nodes_to_score: int | None = Field(default=None, ge=0, le=100)
     plugins: Plugins = Plugins()
     plugin_config: list[PluginConfig] = Field(default_factory=list)
+    # troupe extension: what happens to a gang left with 0 < bound < minCount that
+    # cannot be completed within its schedule timeout (docs/gangs.md, "Recovery").
+    partial_gang_policy: PartialGangPolicy = "Evict"
 
 
 class LeaderElectionConfiguration(ConfigModel):

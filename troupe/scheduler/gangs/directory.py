@@ -71,6 +71,8 @@ class GangDirectory:
         self._members: dict[GroupKey, dict[PodKey, str]] = {}
         self._group_of_member: dict[PodKey, GroupRef] = {}
         self._schedulers: dict[GroupKey, dict[str, int]] = {}
+        # Members that ran to completion (Succeeded or Failed): the gang started.
+        self._finished: dict[GroupKey, set[PodKey]] = {}
         self._callbacks: list[ChangeCallback] = []
 
     # --- group objects (from the informers) ---------------------------------------------
@@ -203,6 +205,10 @@ class GangDirectory:
             self._drop_member(key)
         self._remember(ref)
         self._group_of_member[key] = ref
+        if pod.is_terminal:
+            self._finished.setdefault(ref.key, set()).add(key)
+        else:
+            self._discard_finished(ref.key, key)
         members = self._members.setdefault(ref.key, {})
         scheduler = pod.spec.scheduler_name
         before = members.get(key)
@@ -225,12 +231,29 @@ class GangDirectory:
         """Keys of every existing pod naming the group (a copy)."""
         return set(self._members.get(key, ()))
 
+    def placed_groups(self) -> list[GroupKey]:
+        """Every group with members bound or assumed."""
+        return list(self._placed)
+
     def placed_members(self, key: GroupKey) -> set[PodKey]:
         """Keys of the members bound or assumed (a copy)."""
         return set(self._placed.get(key, ()))
 
+    def finished_count(self, key: GroupKey) -> int:
+        """How many existing members have run to completion (Succeeded or Failed)."""
+        finished = self._finished.get(key)
+        return len(finished) if finished else 0
+
+    def _discard_finished(self, key: GroupKey, pod_key: PodKey) -> None:
+        finished = self._finished.get(key)
+        if finished is not None:
+            finished.discard(pod_key)
+            if not finished:
+                del self._finished[key]
+
     def _drop_member(self, pod_key: PodKey) -> None:
         ref = self._group_of_member.pop(pod_key)
+        self._discard_finished(ref.key, pod_key)
         members = self._members.get(ref.key)
         if members is None or (scheduler := members.pop(pod_key, None)) is None:
             return

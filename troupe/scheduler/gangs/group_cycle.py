@@ -33,11 +33,12 @@ are released and the group is retried (docs/gangs.md, "What troupe guarantees").
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import structlog
 
 from troupe.api.framework import Diagnosis
-from troupe.api.gangs import GangPolicy, GroupRef
+from troupe.api.gangs import GangPolicy, GroupKey, GroupRef
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.api.tasks import TaskSupervisor
@@ -76,8 +77,12 @@ class GroupCycle:
         bindings: TaskSupervisor,
         stats: AttemptStats,
         report: GangReporter,
+        held: Callable[[GroupKey], bool] | None = None,
     ) -> None:
         self.groups = groups
+        # Groups that must not be scheduled now (their bound members are being
+        # evicted, troupe.scheduler.gangs.recovery).
+        self.held = held
         self.queue = queue
         self.cache = cache
         self.placer = placer
@@ -123,8 +128,9 @@ class GroupCycle:
             elif cached != m.pod.metadata.uid:
                 stale.append(m.key)
         members = member_order(fresh)
-        if policy is None or not entity.members:
-            # The group object went away meanwhile: back to the gated pool.
+        if policy is None or not entity.members or (self.held and self.held(ref.key)):
+            # The group object went away meanwhile (back to the gated pool), or the
+            # group is held: retried on the next event.
             self.queue.add_unschedulable_if_not_present(entity, cycle)
             return
         if not members:

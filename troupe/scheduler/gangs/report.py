@@ -25,7 +25,7 @@ from troupe.api.client import Event, ObjectRef
 from troupe.api.clock import Clock
 from troupe.api.gangapi import PodGroup, ScheduledOutcome
 from troupe.api.gangs import GangApi, GroupRef
-from troupe.api.objects import PodCondition
+from troupe.api.objects import Pod, PodCondition
 from troupe.api.podinfo import PodInfo
 from troupe.scheduler.cycle.writer import BackgroundWriter
 from troupe.scheduler.gangs.directory import GangDirectory
@@ -82,6 +82,14 @@ class GangReporter:
         self._writer.event(
             Event(group_object_ref(ref), "Warning", "FailedScheduling", "Scheduling", message)
         )
+
+    def warning(self, ref: GroupRef, reason: str, action: str, message: str) -> None:
+        """A ``Warning`` event with ``reason`` on the group object."""
+        self._writer.event(Event(group_object_ref(ref), "Warning", reason, action, message))
+
+    def pod_warning(self, pod: Pod, reason: str, action: str, message: str) -> None:
+        """A ``Warning`` event with ``reason`` on a member."""
+        self._writer.event(Event(ObjectRef.of_pod(pod), "Warning", reason, action, message))
 
     def group_condition(self, ref: GroupRef, outcome: ScheduledOutcome, message: str) -> None:
         """``PodGroupScheduled`` on a v1alpha2 PodGroup (the only kind with

@@ -51,6 +51,7 @@ from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.group_cycle import GroupCycle
 from troupe.scheduler.gangs.placement import GangPlacer
 from troupe.scheduler.gangs.preemption import GangPreemption
+from troupe.scheduler.gangs.recovery import GangRecovery
 from troupe.scheduler.gangs.report import GangReporter
 from troupe.scheduler.gangs.timeouts import GangTimeouts
 from troupe.scheduler.observe.metrics import SchedulerMetrics
@@ -177,6 +178,23 @@ class Scheduler:
         # The group cycle.
         report = GangReporter(self.writer, self.groups, clock)
         placer = GangPlacer(self.algorithm, self.groups)
+        self.gang_recovery = GangRecovery(
+            clock=clock,
+            queue=self.queue,
+            cache=self.cache,
+            groups=self.groups,
+            report=report,
+            client=client,
+            tasks=self.background,
+            policy_of=self._partial_gang_policy,
+            default_timeout=config.gang_schedule_timeout_seconds,
+            metrics=metrics,
+        )
+        if metrics is not None:
+            # Exported as 0 from the start, so an alert has a series to read.
+            metrics.partial_gangs_now(
+                {(name, f.profile.partial_gang_policy): 0 for name, f in self.frameworks.items()}
+            )
         self.group_cycle = GroupCycle(
             groups=self.groups,
             queue=self.queue,
@@ -197,6 +215,7 @@ class Scheduler:
             bindings=self.bindings,
             stats=self.stats,
             report=report,
+            held=self.gang_recovery.holds,
         )
         self.gang_timeouts = GangTimeouts(
             clock=clock,
@@ -222,6 +241,10 @@ class Scheduler:
         if fwk is None or fwk.pod_by_pod_gangs:
             return None
         return group_ref_of(pod)
+
+    def _partial_gang_policy(self, scheduler_name: str) -> str | None:
+        fwk = self.frameworks.get(scheduler_name)
+        return fwk.profile.partial_gang_policy if fwk is not None else None
 
     def owns(self, scheduler_name: str) -> bool:
         return scheduler_name in self.frameworks
@@ -325,11 +348,13 @@ class Scheduler:
             self.housekeeping()
 
     def housekeeping(self) -> None:
-        """Once a second: expire assumed pods never confirmed, report gang timeouts."""
+        """Once a second: expire assumed pods never confirmed, report gang timeouts,
+        recover gangs left partly bound."""
         for key in self.cache.cleanup_expired():
             self.queue.on_event(ASSIGNED_POD_DELETE, None, None)
             log.warning("binding never confirmed; capacity released", pod=key)
         self.gang_timeouts.sweep()
+        self.gang_recovery.sweep()
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop popping, let in-flight bindings finish for ``grace`` seconds, then

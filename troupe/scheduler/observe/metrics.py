@@ -347,6 +347,21 @@ class SchedulerMetrics:
             ["name"],
             registry=r,
         )
+        self.partial_gangs = Gauge(
+            "troupe_partial_gangs",
+            "Number of gangs left with some but fewer than minCount members bound "
+            "(after a crash or a failed binding), by profile and partialGangPolicy.",
+            ["profile", "policy"],
+            registry=r,
+        )
+        self.partial_gang_outcomes = CounterFamily(
+            "troupe_partial_gang_outcomes_total",
+            "Partly bound gangs by what became of them: 'completed' (the rest was "
+            "placed), 'evicted' (the bound members were evicted past the timeout), "
+            "'kept' (partialGangPolicy Keep: kept bound past the timeout).",
+            ["result"],
+            registry=r,
+        )
         self._state = _StateCollector()
         r.register(self._state)
         # Children by the recording calls' raw arguments (before label mapping).
@@ -354,6 +369,7 @@ class SchedulerMetrics:
         self._group_attempts: dict[tuple[str, str], tuple[CounterChild, HistogramChild]] = {}
         self._requests: dict[tuple[str, str, str], tuple[CounterChild, HistogramChild]] = {}
         self._permit_waits: dict[str, HistogramChild] = {}
+        self._partial_labels: set[tuple[str, str]] = set()
         self._slis: dict[int, HistogramChild] = {}
         self._algorithm = self.algorithm_duration.labels()
         self._pod_attempts = self.pod_attempts.labels()
@@ -381,6 +397,18 @@ class SchedulerMetrics:
     def leading(self, name: str, leading: bool) -> None:
         """The leader elector's hook: 1 while this replica holds lease ``name``."""
         self.leader_status.labels(name).set(1 if leading else 0)
+
+    def partial_gangs_now(self, counts: dict[tuple[str, str], int]) -> None:
+        """The partly bound gangs now, by (profile, policy); absent pairs read 0."""
+        for labels in list(self._partial_labels):
+            if labels not in counts:
+                self.partial_gangs.labels(*labels).set(0)
+        for labels, n in counts.items():
+            self.partial_gangs.labels(*labels).set(n)
+        self._partial_labels |= set(counts)
+
+    def partial_gang_outcome(self, result: str) -> None:
+        self.partial_gang_outcomes.labels(result).inc()
 
     # --- recording (hot path: cached children only) ------------------------------------
 
