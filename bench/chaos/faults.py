@@ -30,7 +30,10 @@ from bench.chaos.replicas import Replicas
 from bench.chaos.workload import NAMESPACE, Gang, Tracker, Workload
 
 WAIT = 20.0  # seconds a mid-gang or mid-burst fault waits for its moment
-PATHS = ("/binding$", "/pods", "/status$", "/events", "/podgroups", "")
+# Where a burst of errors or delays lands: bindings, every pod request (watches and
+# status patches too), events, PodGroups (their status writes), the Lease's renewals,
+# or everything.
+PATHS = ("/binding$", "/pods", "/events", "/podgroups", "/leases", "")
 
 
 async def poll(check: Callable[[], bool], timeout: float) -> bool:
