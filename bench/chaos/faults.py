@@ -77,14 +77,13 @@ class Injector:
 
     # --- helpers -----------------------------------------------------------------------
 
-    async def _mid_gang(self, kind: str, low: int, high: int) -> tuple[Gang, int, bool]:
-        """A new gang of low..high members, and whether k of them got bound in time."""
+    async def _mid_gang(self, kind: str, low: int, high: int) -> Gang:
+        """A new gang of low..high members, once k of them (0 < k < size) are bound."""
         gang = self.workload.gang(self.rng.randint(low, high))
         k = self.rng.randint(1, len(gang.members) - 1)
-        reached = await self.tracker.until(lambda: len(self.tracker.bound[gang.name]) >= k, WAIT)
-        if not reached:
+        if not await self.tracker.until(lambda: len(self.tracker.bound[gang.name]) >= k, WAIT):
             self.missed[kind] += 1
-        return gang, k, reached
+        return gang
 
     async def _burst(self, rule: Rule, seconds: float) -> None:
         """Let ``rule`` act for ``seconds`` (longer, up to ``WAIT``, until it has met a
@@ -172,7 +171,7 @@ class Injector:
 
     async def _kill_leader_mid_gang(self) -> str:
         await self.replicas.wait_for_leader(WAIT)
-        gang, _, _ = await self._mid_gang("kill_leader_mid_gang", 20, 50)
+        gang = await self._mid_gang("kill_leader_mid_gang", 20, 50)
         victim = self.replicas.leader()
         if victim is None:
             return f"no leader to kill ({gang.name})"
@@ -203,7 +202,7 @@ class Injector:
     # --- cluster objects ---------------------------------------------------------------
 
     async def _node_deleted_mid_gang(self) -> str:
-        gang, _, _ = await self._mid_gang("node_deleted_mid_gang", 8, 30)
+        gang = await self._mid_gang("node_deleted_mid_gang", 8, 30)
         pods_rt = self.cluster.store.resolve("pods")
         nodes = []
         for member in sorted(self.tracker.bound[gang.name]):
@@ -223,7 +222,7 @@ class Injector:
             await asyncio.sleep(self.rng.uniform(0.0, 0.2))
             moment = "as it arrived"
         else:
-            gang, _, _ = await self._mid_gang("podgroup_deleted_mid_cycle", 6, 30)
+            gang = await self._mid_gang("podgroup_deleted_mid_cycle", 6, 30)
             moment = f"with {len(self.tracker.bound[gang.name])} members bound"
         hold = self.rng.uniform(1.0, 3.0)
         self.workload.hold_group(gang.name, hold)
@@ -237,7 +236,7 @@ class Injector:
         return f"{len(objects)} malformed objects, then {len(names)} plain pods"
 
     async def _pod_updates_mid_gang(self) -> str:
-        gang, _, _ = await self._mid_gang("pod_updates_mid_gang", 8, 30)
+        gang = await self._mid_gang("pod_updates_mid_gang", 8, 30)
         loop = asyncio.get_running_loop()
         end, updates = loop.time() + self.rng.uniform(1.0, 2.5), 0
         while loop.time() < end:
@@ -267,7 +266,7 @@ class Injector:
         return f"deleted and recreated {len(chosen)} pods ({bound} of them bound)"
 
     async def _recreate_gang(self) -> str:
-        gang, _, _ = await self._mid_gang("recreate_gang", 6, 30)
+        gang = await self._mid_gang("recreate_gang", 6, 30)
         bound = len(self.tracker.bound[gang.name])
         self.workload.recreate_gang(gang)
         return f"deleted and recreated {gang.name} with {bound}/{len(gang.members)} bound"
