@@ -242,6 +242,31 @@ def test_a_malformed_quantity_names_the_pod_and_field() -> None:
     assert "invalid quantity '12x'" in message
 
 
+@pytest.mark.parametrize(
+    ("containers", "field", "value"),
+    [
+        ([ctr({"cpu": "-500m"})], "containers[0].resources.requests[cpu]", "-500m"),
+        (
+            [ctr({"cpu": "1"}), ctr({"memory": "-1Gi"})],
+            "containers[1].resources.requests[memory]",
+            "-1Gi",
+        ),
+        ([ctr({}, {"cpu": "-1"})], "containers[0].resources.limits[cpu]", "-1"),
+    ],
+    ids=["a negative cpu request", "a negative memory request", "a negative limit"],
+)
+def test_a_negative_quantity_is_refused_as_the_api_server_validates(
+    containers: list[Any], field: str, value: str
+) -> None:
+    # ValidateNonnegativeQuantity: a pod asking for less than nothing would hand its
+    # node's capacity to other pods.
+    with pytest.raises(QuantityError) as caught:
+        pod_requests(make_pod(containers))
+    message = str(caught.value)
+    assert f"pod ns/p: spec.{field}" in message
+    assert f"invalid quantity {value!r}: must be greater than or equal to 0" in message
+
+
 def test_a_malformed_allocatable_names_the_node() -> None:
     with pytest.raises(QuantityError, match=r"node n1: status.allocatable\[cpu\]"):
         node_allocatable(make_node({"cpu": "four"}, {}))

@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
+from troupe import __version__
 from troupe.api.gangs import POD_GROUP_LABEL
 from troupe.sim.cluster import SimCluster
 
@@ -132,6 +133,7 @@ async def test_the_standby_takes_over_a_killed_leader_and_binds_every_pod_once(
     cluster: SimCluster, tmp_path: Path
 ) -> None:
     bindings = Bindings(cluster)
+    ledger = cluster.server.record_writes("kube-system", LEASE)
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
     procs = {name: await start_replica(name, tmp_path, kubeconfig) for name in ("a", "b")}
 
@@ -187,6 +189,11 @@ async def test_the_standby_takes_over_a_killed_leader_and_binds_every_pod_once(
         assert bindings.twice() == []
         assert all(f"default/gang-{i}" in bindings.node for i in range(4)), "the gang is whole"
         assert lease_spec(cluster)["leaseTransitions"] >= 1
+        # Each write names its replica's lease identity, which held the lease then.
+        writes = [w for w in ledger.writes if "/leases" not in w.path]
+        assert {w.user_agent.split("(")[0] for w in writes} == {f"troupe-scheduler/{__version__} "}
+        assert [w for w in writes if f"({w.holder_at_arrival})" not in w.user_agent] == []
+        assert {w.holder_at_arrival.split("_")[0] for w in writes} == {leader, standby}
 
         # A clean shutdown releases the lease.
         procs[standby].send_signal(signal.SIGTERM)

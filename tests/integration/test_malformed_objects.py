@@ -39,3 +39,22 @@ async def test_a_pod_group_that_does_not_parse_blocks_no_other_gang_or_pod(
         lambda: "default/late-0" in bindings.node, timeout=30, what="the later gang bound"
     )
     assert not {"default/broken-0", "default/broken-1"} & set(bindings.node)
+
+
+async def test_pods_whose_requests_are_unparsable_or_negative_are_never_bound(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    # The embedded server stores what a real one would refuse; troupe must not take
+    # a negative request as room given back, nor stop at an unparsable one.
+    bindings = Bindings(cluster)
+    for name, cpu in (("lots", "lots"), ("negative", "-2"), ("suffix", "1x")):
+        cluster.store.create("pods", pod(name, cpu=cpu))
+    less_than_nothing = pod("negative-memory")
+    less_than_nothing["spec"]["containers"][0]["resources"]["requests"]["memory"] = "-1Gi"
+    cluster.store.create("pods", less_than_nothing)
+    cluster.store.create("pods", pod("solo"))
+    await eventually(lambda: "default/solo" in bindings.node, timeout=30, what="the valid pod")
+    cluster.store.create("pods", pod("late"))
+    await eventually(lambda: "default/late" in bindings.node, timeout=30, what="a later pod")
+    refused = {"default/lots", "default/negative", "default/negative-memory", "default/suffix"}
+    assert not refused & set(bindings.node)

@@ -139,6 +139,22 @@ async def test_kubeconfig_token_reaches_the_server_and_version_is_read(
         await api.close()
 
 
+async def test_a_given_user_agent_is_sent_on_requests_and_watches(
+    server: tuple[str, list[web.Request]], tmp_path: Path
+) -> None:
+    url, seen = server
+    agent = "troupe-scheduler/0.1.0 (a_0c4f)"
+    path = str(write_kubeconfig(tmp_path / "config", url))
+    api = await connect(path, None, False, user_agent=agent)
+    try:
+        assert await check_reachable(api) == "v1.36.0"
+        async with HttpTransport(api).stream("/stream", query={}, timeout=2.0) as s:
+            assert [line async for line in s.lines()]
+        assert [r.headers["User-Agent"] for r in seen] == [agent, agent]
+    finally:
+        await api.close()
+
+
 async def test_master_overrides_the_kubeconfig_server(
     server: tuple[str, list[web.Request]], tmp_path: Path
 ) -> None:

@@ -7,11 +7,13 @@ import json
 from typing import Any
 
 import pytest
+import structlog.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.client import ApiError
 from troupe.api.clock import FakeClock
 from troupe.api.objects import ObjectMeta, Pod, PodSpec
+from troupe.api.quantity import QuantityError
 from troupe.kube.informer import Informer, InformerConfig, _Gone
 
 from tests.kube.fakes import FakeTransport, ScriptedWatch, reply
@@ -212,6 +214,21 @@ def test_a_failing_handler_is_counted_and_does_not_stop_the_informer() -> None:
     inf.apply(event("ADDED", pod("a", "1")))
     inf.apply(event("ADDED", pod("b", "1")))
     assert inf.counters.handler_errors == 2 and set(inf.store) == {"ns/a", "ns/b"}
+
+
+def test_an_object_whose_quantities_do_not_parse_is_one_line_naming_the_field() -> None:
+    # A user's mistake (a request of "1x", a negative limit), not a bug: no traceback.
+    def refuse(p: Pod) -> None:
+        raise QuantityError("1x", "bad suffix", f"pod {p.key}: spec.containers[0].cpu")
+
+    inf = Informer(FakeTransport(), PODS, Pod, FakeClock(), on_add=refuse)
+    with structlog.testing.capture_logs() as logs:
+        inf.apply(event("ADDED", pod("a", "1")))
+    assert inf.counters.handler_errors == 1 and set(inf.store) == {"ns/a"}
+    [line] = logs
+    assert line["event"] == "ignoring an object whose quantities do not parse"
+    assert line["log_level"] == "error" and "exc_info" not in line
+    assert line["error"] == "pod ns/a: spec.containers[0].cpu: invalid quantity '1x': bad suffix"
 
 
 def bad_pod(name: str, rv: str) -> dict[str, Any]:

@@ -60,13 +60,21 @@ _NONZERO_DEFAULTS_NANOS: Final = {
 _NanoVector: TypeAlias = dict[str, int]
 
 
+_ERR_NEGATIVE: Final = "must be greater than or equal to 0"
+
+
 def _parse_map(values: Mapping[str, str], where: str) -> _NanoVector:
+    """Parse a resource map; a negative amount is refused as the API server's
+    validation does (``ValidateNonnegativeQuantity``)."""
     parsed: _NanoVector = {}
     for name, text in values.items():
         try:
-            parsed[name] = parse_nanos(text)
+            nanos = parse_nanos(text)
         except QuantityError as err:
             raise QuantityError(err.value, err.reason, f"{where}[{name}]") from None
+        if nanos < 0:
+            raise QuantityError(text, _ERR_NEGATIVE, f"{where}[{name}]")
+        parsed[name] = nanos
     return parsed
 
 

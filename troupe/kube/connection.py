@@ -29,7 +29,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from troupe.api.client import ApiError
 from troupe.kube.errors import KubeConnectionError
-from troupe.kube.transport import HttpTransport, Timeouts
+from troupe.kube.transport import USER_AGENT, HttpTransport, Timeouts
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 # Connections beyond the binding concurrency: three watches, lists, events, status patches.
@@ -53,9 +53,11 @@ async def connect(
     *,
     context: str | None = None,
     pool_size: int = 64,
+    user_agent: str = USER_AGENT,
 ) -> ApiClient:
-    """An ``ApiClient`` for the cluster. Raises ``KubeConnectionError`` naming the
-    kubeconfig path (or service-account token) when credentials cannot be loaded."""
+    """An ``ApiClient`` for the cluster, whose requests carry ``user_agent``. Raises
+    ``KubeConnectionError`` naming the kubeconfig path (or service-account token) when
+    credentials cannot be loaded."""
     cfg = Configuration()
     if in_cluster:
         try:
@@ -91,6 +93,7 @@ async def connect(
         cfg.host = master.rstrip("/")
     cfg.connection_pool_maxsize = max(1, pool_size) + EXTRA_CONNECTIONS
     api = ApiClient(configuration=cfg)
+    api.user_agent = user_agent
     _resolve_environment_once(api)
     return api
 

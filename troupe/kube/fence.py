@@ -6,11 +6,13 @@ a read (bindings, evictions, deletions, status patches, events), it asks
 and ``WriteFenced`` is raised: the binding or write fails like any refused write,
 and the elector ends leadership, so the process stops and exits.
 
-The check runs right before the request goes out, after any wait for the client's
-rate limiter or a connection: a replica paused for a while (SIGSTOP, a VM pause, a
-long GC pause) finds its lease stale the moment it resumes, before it sends what
-it had queued. docs/operations.md ("Leader election and fencing") states what this
-guarantees and what the API server's UID precondition adds.
+The check runs right before the request is handed to the connection pool, after any
+wait for the client's rate limiter: a replica paused for a while (SIGSTOP, a VM
+pause, a long GC pause) finds its lease stale the moment it resumes, before it sends
+what it had queued. A request that then waits for a free pool connection, or for a
+new one to open, is not checked again before it is written. docs/operations.md
+("Leader election and fencing") states what this guarantees and what the API
+server's UID precondition adds.
 """
 
 from __future__ import annotations

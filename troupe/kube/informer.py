@@ -25,7 +25,9 @@ kube-scheduler, on raw JSON:
   what it is).
 
 Handlers run synchronously in the informer's task; an exception in one is logged
-and counted, and the informer carries on.
+and counted, and the informer carries on. A ``QuantityError`` (an amount that does
+not parse, or is negative) is a user's mistake, not a bug: one error line naming the
+object and field, without a traceback.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from troupe.api.client import ApiError
 from troupe.api.clock import Clock
 from troupe.api.objects import ObjectMeta
+from troupe.api.quantity import QuantityError
 from troupe.kube.errors import ResponseError
 from troupe.kube.transport import Transport
 
@@ -466,6 +469,15 @@ class Informer(Generic[ObjT]):
     def _call(self, fn: Callable[..., None], *args: ObjT) -> None:
         try:
             fn(*args)
+        except QuantityError as exc:
+            # An object that parsed but asks for an amount that does not (a request
+            # of "1x", a negative one): the user's mistake, told without a traceback.
+            self.counters.handler_errors += 1
+            log.error(
+                "ignoring an object whose quantities do not parse",
+                informer=self.name,
+                error=str(exc),
+            )
         except Exception as exc:
             self.counters.handler_errors += 1
             log.error(

@@ -46,6 +46,9 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 Query = Mapping[str, str]
 
 USER_AGENT = "troupe-scheduler"
+"""The User-Agent when ``connect`` is given none; ``troupe run`` sends its lease identity
+in it (``troupe-scheduler/<version> (<identity>)``) so the API server's audit log, and
+the embedded cluster's write records, tell replicas apart."""
 
 # Characters a request target may carry as they are; anything else is percent-encoded.
 _UNSAFE_IN_PATH = re.compile(r"[^A-Za-z0-9\-._~/%:@!$&'()*+,;=]")
@@ -171,7 +174,7 @@ class AiohttpTransport:
             self._extra["proxy_headers"] = rest.proxy_headers
         if rest.server_hostname:
             self._extra["server_hostname"] = rest.server_hostname
-        self._user_agent = USER_AGENT
+        self._user_agent = api_client.user_agent or USER_AGENT
         self._timeout = aiohttp.ClientTimeout(
             total=self.timeouts.total, connect=self.timeouts.connect
         )
@@ -261,9 +264,8 @@ class HttpTransport:
         self._host = parts.netloc
         self._prefix = parts.path
         self._observe: RequestObserver = _observers.get(api_client, _ignore)
-        self._fixed = (
-            f"Host: {parts.netloc}\r\nUser-Agent: {USER_AGENT}\r\nAccept: {JSON}\r\n".encode()
-        )
+        agent = api_client.user_agent or USER_AGENT
+        self._fixed = f"Host: {parts.netloc}\r\nUser-Agent: {agent}\r\nAccept: {JSON}\r\n".encode()
         self._auth: dict[str, str] = {}
         self._head = self._fixed
 

@@ -74,3 +74,19 @@ async def test_a_member_recreated_while_in_flight_waits_for_the_stale_binding() 
     assert h.scheduler.stats.group_results["error"] == 0
     assert h.scheduler.cache.uid_of("default/g-1") == "uid-g-1-again"
     await h.close()
+
+
+async def test_a_member_refused_for_no_reported_reason_completes_the_gang() -> None:
+    # A 409 the informer never explains (the pod is still ours, unbound): the member
+    # is released with the gang's remainder and bound on a later attempt.
+    h = Harness().nodes(nodes(2))
+    h.client.bind_errors["default/g-1"] = [ApiError(409, "refused")]
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("g", 3))
+    h.pods([member("g", i) for i in range(3)])
+    await h.settle()
+    assert "default/g-1" not in dict(h.client.bindings)
+    for _ in range(3):
+        await h.advance(5)
+        await h.settle()
+    assert sorted(k for k, _ in h.client.bindings) == [f"default/g-{i}" for i in range(3)]
+    await h.close()

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from troupe.api.client import ApiError
+from troupe.api.client import ApiError, WriteFenced
 from troupe.api.clock import FakeClock
 from troupe.api.gangapi import CoschedulingPodGroupStatus
+from troupe.api.tasks import TaskSupervisor
 from troupe.kube.client import rfc3339
 from troupe.scheduler.gangs import PodGroupStatusController
 
@@ -23,7 +24,7 @@ class Patches:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.paths: list[str] = []
-        self.failures: list[ApiError] = []
+        self.failures: list[Exception] = []
 
     async def __call__(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         self.paths.append(path)
@@ -229,3 +230,17 @@ async def test_nothing_is_written_before_the_informers_have_synced() -> None:
         assert patches.paths == [] and controller.pending == 0  # already correct
     finally:
         await controller.close()
+
+
+async def test_a_write_fenced_at_the_lease_is_dropped_without_a_task_failure() -> None:
+    # The replica is losing its lease; it stops at once and the next leader writes
+    # the status from the members.
+    clock, patches, tasks = FakeClock(start=100.0), Patches(), TaskSupervisor("status")
+    controller = PodGroupStatusController(patches, clock, supervisor=tasks, min_interval=1.0)
+    patches.failures = [WriteFenced("not sent: this replica does not hold the lease")]
+    controller.on_group_add(group(2))
+    await settle()
+    clock.advance(60.0)
+    await settle()
+    assert (tasks.failures, controller.write_failures, len(patches.paths)) == (0, 1, 1)
+    await controller.close()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from troupe.api.client import ApiError
 from troupe.api.cycle import CycleState
+from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.plugins.registry import PluginSpec, default_registry
@@ -156,17 +159,73 @@ async def test_a_transient_bind_error_forgets_the_pod_and_retries_after_backoff(
     await h.close()
 
 
-@pytest.mark.parametrize("status", [404, 409], ids=["pod gone", "already bound"])
-async def test_a_bind_conflict_is_not_retried(status: int) -> None:
+@pytest.mark.parametrize("status", [404, 409], ids=["not found", "conflict"])
+async def test_a_bind_refusal_nothing_explains_is_retried_after_backoff(status: int) -> None:
+    # The informer still shows the pod unbound, with its UID, not being deleted: it
+    # is still ours to place (upstream's failure handler requeues it the same way).
     h = Harness().nodes([node("n1").obj()])
-    h.client.bind_errors["default/p"] = [ApiError(status, "conflict")]
+    h.client.bind_errors["default/p"] = [ApiError(status, "refused")]
     h.pods([make_pod().name("p").req(cpu="1").scheduler_name("troupe-scheduler").obj()])
-    await h.settle()
-    await h.advance(30)
     await h.settle()
     assert h.client.bindings == []
     assert "default/p" not in h.scheduler.cache
-    assert "default/p" not in h.scheduler.queue
+    assert h.scheduler.queue.where("default/p") == "backoff"
+    await h.advance(2)
+    await h.settle()
+    assert h.client.bindings == [("default/p", "n1")]
+    await h.close()
+
+
+def _bound_to(pod: Pod, node_name: str) -> Pod:
+    return pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node_name})})
+
+
+@pytest.mark.parametrize(
+    ("status", "informer"),
+    [
+        (404, "deleted"),
+        (409, "bound elsewhere"),
+        (409, "re-created"),
+        (409, "being deleted"),
+    ],
+    ids=lambda v: str(v),
+)
+async def test_a_bind_refusal_the_informer_explains_is_never_retried(
+    status: int, informer: str
+) -> None:
+    h = Harness().nodes([node("n1").obj(), node("n2").obj()])
+    h.client.hold = asyncio.Event()
+    pod = make_pod().name("p").uid("u1").req(cpu="1").scheduler_name("troupe-scheduler").obj()
+    h.pods([pod])
+    while h.scheduler.queue.pending_counts()["active"]:
+        await h.scheduler.schedule_one()
+    assert h.scheduler.binding.in_flight("default/p")
+    # What the informer reports while the binding is in flight.
+    if informer == "deleted":
+        h.handlers.on_pod_delete(pod)
+    elif informer == "bound elsewhere":
+        h.handlers.on_pod_update(pod, _bound_to(pod, "n2"))
+    elif informer == "re-created":
+        again = pod.model_copy(update={"metadata": pod.metadata.model_copy(update={"uid": "u2"})})
+        h.client.bind_errors["default/p"] = [ApiError(status, "refused")]
+        h.handlers.on_pod_update(pod, again)
+    else:
+        meta = pod.metadata.model_copy(update={"deletion_timestamp": "2026-01-01T00:00:00Z"})
+        h.handlers.on_pod_update(pod, pod.model_copy(update={"metadata": meta}))
+    h.client.bind_errors.setdefault("default/p", [ApiError(status, "refused")])
+    h.client.hold.set()
+    await h.settle()
+    await h.advance(30)
+    await h.settle()
+    if informer == "re-created":
+        # The new pod is placed; the old one's refused binding is not retried.
+        assert h.client.bindings == [("default/p", h.client.node_of("default/p"))]
+        assert h.scheduler.cache.uid_of("default/p") == "u2"
+    else:
+        assert h.client.bindings == []
+        assert "default/p" not in h.scheduler.queue
+    if informer == "bound elsewhere":
+        assert h.scheduler.cache.node_of("default/p") == "n2"
     await h.close()
 
 

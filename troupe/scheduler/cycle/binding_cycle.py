@@ -4,8 +4,13 @@ The pod cycle (``troupe.scheduler.cycle.pod_cycle``) hands a pod to ``submit`` a
 its scheduling cycle; the group cycle's admission
 (``troupe.scheduler.gangs.admission``) calls ``bind_steps`` and ``bound`` for gang
 members. A binding that fails unreserves and forgets the pod
-and reports the failure; a 409 or 404 from the API server is never retried (the
-pod was bound by someone else, or deleted and recreated), so no pod is bound twice.
+and reports the failure; a 409 or 404 from the API server is never retried by the
+binding itself. When the informer has reported the pod deleted, re-created under
+its name or bound while its binding ran (``pod_superseded``), the pod is not
+placed again; otherwise it goes back to the queue with backoff, as upstream's
+failure handler requeues a pod its informer still shows unbound (a refusal the
+informer explains later makes the queue drop it then). Neither binds a pod twice:
+the API server refuses a binding for a pod already bound or of another UID.
 A pod waiting at Permit takes a binding slot only once allowed (a rejected one
 never takes one).
 
@@ -85,6 +90,9 @@ class BindingCycle:
         self._tasks: dict[str, dict[str, asyncio.Task[Any]]] = {}
         # Pods whose binding was called off, with why; read by the binding itself.
         self._called_off: dict[str, str] = {}
+        # Pods the informer reported deleted, re-created or bound while their
+        # binding ran (``pod_superseded``), until the binding finishes.
+        self._superseded: set[str] = set()
 
     # --- owned binding tasks ----------------------------------------------------------
 
@@ -102,10 +110,23 @@ class BindingCycle:
             if not on_node:
                 del self._tasks[node]
         self._called_off.pop(key, None)
+        self._superseded.discard(key)
 
     def in_flight(self, key: str) -> bool:
         """Whether a binding task of ``key`` is running (owned here since ``spawn``)."""
         return any(key in on_node for on_node in self._tasks.values())
+
+    def pod_superseded(self, key: str) -> None:
+        """The informer reports that the pod of a running binding was deleted (or is
+        being deleted), re-created under its name, or bound by anyone: if that binding
+        fails, the pod is not placed again (``superseded``)."""
+        if self.in_flight(key):
+            self._superseded.add(key)
+
+    def superseded(self, key: str) -> bool:
+        """Whether the informer reported the pod of this running binding gone or
+        bound (``pod_superseded``)."""
+        return key in self._superseded
 
     def call_off(self, key: str, node: str, why: str) -> bool:
         """Call off the binding of ``key`` to ``node`` if it is still running: it
@@ -303,8 +324,6 @@ class BindingCycle:
         self.queue.on_event(ASSIGNED_POD_DELETE, info.pod, None)
         error = status.error
         if isinstance(error, ApiError) and (error.is_conflict or error.is_not_found):
-            # Bound by someone else, or deleted/recreated: the informer reports the
-            # truth; binding again could bind the pod twice.
             log.info(
                 "binding rejected by the API server",
                 pod=info.key,
@@ -313,6 +332,13 @@ class BindingCycle:
                 reason=error.message,
             )
             self.stats.attempt("error", fwk.name, time.perf_counter() - start)
+            if not self.superseded(info.key):
+                # Nothing reported explains the refusal (yet): the pod is still ours
+                # and unbound as far as we know. Back to the queue with backoff,
+                # quietly: if it was bound elsewhere, a PodScheduled=False written now
+                # would be wrong, and the informer's report drops it from the queue.
+                entity.unschedulable_plugins = set()
+                self.queue.add_unschedulable_if_not_present(entity, cycle)
             return
         result = "error" if status.code is Code.ERROR else "unschedulable"
         self.stats.attempt(result, fwk.name, time.perf_counter() - start)

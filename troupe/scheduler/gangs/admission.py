@@ -117,7 +117,11 @@ class GangAdmission:
             self._settled(admission, info.key, released=True)
             return
         error = status.error
-        gone = isinstance(error, ApiError) and (error.is_conflict or error.is_not_found)
+        # Deleted, re-created or bound elsewhere, as the informer reported while the
+        # binding ran: never placed again. A refusal nothing explains yet is retried
+        # with the gang, like any failed binding (BindingCycle's docstring).
+        refused = isinstance(error, ApiError) and (error.is_conflict or error.is_not_found)
+        gone = refused and binding.superseded(info.key)
         log.warning(
             "gang member binding failed",
             pod=info.key,

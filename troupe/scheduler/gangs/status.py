@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import structlog
 
-from troupe.api.client import ApiError
+from troupe.api.client import ApiError, WriteFenced
 from troupe.api.clock import Clock
 from troupe.api.gangapi import (
     PHASE_FAILED,
@@ -342,6 +342,11 @@ class PodGroupStatusController:
                 status_path(GangApi.COSCHEDULING, m.namespace, m.name),
                 coscheduling_status_patch(status),
             )
+        except WriteFenced:
+            # Not sent: this replica is losing its lease and stops; the next leader
+            # writes the status from the members.
+            self.write_failures += 1
+            return
         except ApiError as err:
             self.write_failures += 1
             if err.is_not_found:

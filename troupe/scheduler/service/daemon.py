@@ -40,7 +40,7 @@ from troupe.kube.fence import FencedTransport
 from troupe.kube.gang_informers import add_gang_informers
 from troupe.kube.namespace_informer import namespace_informer
 from troupe.kube.pdb_informer import pdb_informer
-from troupe.kube.transport import HttpTransport, observe_requests
+from troupe.kube.transport import USER_AGENT, HttpTransport, observe_requests
 from troupe.plugins.registry import Registry, default_registry
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.status import PodGroupStatusController
@@ -62,6 +62,7 @@ class Connection:
     kubeconfig: str | None = None
     master: str | None = None
     in_cluster: bool = False
+    user_agent: str = USER_AGENT
 
 
 def instance_name() -> str:
@@ -115,7 +116,11 @@ class SchedulerDaemon:
         tune_gc()
         c = self.connection
         api = await connect(
-            c.kubeconfig, c.master, c.in_cluster, pool_size=max(8, self.config.binding_concurrency)
+            c.kubeconfig,
+            c.master,
+            c.in_cluster,
+            pool_size=max(8, self.config.binding_concurrency),
+            user_agent=c.user_agent,
         )
         self._api = api
         observe_requests(api, self.metrics.rest_request)

@@ -99,6 +99,7 @@ class ClusterEventHandlers:
                 return
             if not old.spec.node_name or old.spec.node_name != new.spec.node_name:
                 # Bound (by us or anyone): it leaves the queue and occupies its node.
+                s.binding.pod_superseded(new.key)
                 s.queue.delete(old)
                 s.cache.add_pod(new)
                 s.queue.on_event(ASSIGNED_POD_ADD, None, new)
@@ -117,6 +118,8 @@ class ClusterEventHandlers:
             s.queue.delete(old)
             return
         if old.metadata.uid and old.metadata.uid != new.metadata.uid:
+            if s.cache.uid_of(old.key) == old.metadata.uid:
+                s.binding.pod_superseded(old.key)
             s.queue.delete(old)
             s.queue.add(new)
             return
@@ -124,7 +127,10 @@ class ClusterEventHandlers:
             # Assumed, its binding in flight: the pod left the queue when it was
             # placed and must not come back to be placed again (upstream skips
             # assumed pods the same way). A label or annotation an operator adds
-            # meanwhile changes nothing about where it goes.
+            # meanwhile changes nothing about where it goes; a deletion means its
+            # binding, if refused, is not followed by another attempt.
+            if new.metadata.deletion_timestamp is not None:
+                s.binding.pod_superseded(new.key)
             return
         s.queue.update(old, new)
 
@@ -144,6 +150,8 @@ class ClusterEventHandlers:
         s = self._s
         if s.cache.binding_in_flight(pod.key):
             # Our binding is in flight; the binding cycle settles the cache.
+            if s.cache.uid_of(pod.key) == pod.metadata.uid:
+                s.binding.pod_superseded(pod.key)
             return
         s.cache.remove_pod(pod)
         s.queue.on_event(ASSIGNED_POD_DELETE, pod, None)

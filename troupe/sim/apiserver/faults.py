@@ -4,7 +4,8 @@
 regular expression searched in the request path; each fires ``times`` times (``-1``:
 until ``reset``). A failure answers with a proper ``metav1.Status`` for its code (and a
 ``Retry-After`` header for 429/503 when ``retry_after`` is given), before the request
-reaches the store. ``drop_watches`` aborts every open watch connection mid-stream;
+reaches the store; ``fail`` and ``delay`` return the rule, whose ``hits`` count the
+requests it answered. ``drop_watches`` aborts every open watch connection mid-stream;
 ``compact`` forgets the watch history so any older resourceVersion gets 410 Expired.
 """
 
@@ -40,7 +41,9 @@ _REASONS: Final = {
 
 
 @dataclass
-class _Rule:
+class Rule:
+    """One injected fault; ``hits`` counts the requests it has answered."""
+
     method: str
     path: re.Pattern[str]
     remaining: int
@@ -73,8 +76,8 @@ def fault_status(code: int, retry_after: float | None = None) -> ApiError:
 
 class Faults:
     def __init__(self, drop: Callable[[], int], compact: Callable[[], None]) -> None:
-        self._failures: list[_Rule] = []
-        self._delays: list[_Rule] = []
+        self._failures: list[Rule] = []
+        self._delays: list[Rule] = []
         self._drop = drop
         self._compact = compact
 
@@ -85,13 +88,15 @@ class Faults:
         status: int,
         times: int = 1,
         retry_after: float | None = None,
-    ) -> None:
-        self._failures.append(
-            _Rule(method.upper(), re.compile(path_regex), times, status, retry_after)
-        )
+    ) -> Rule:
+        rule = Rule(method.upper(), re.compile(path_regex), times, status, retry_after)
+        self._failures.append(rule)
+        return rule
 
-    def delay(self, method: str, path_regex: str, seconds: float, times: int = 1) -> None:
-        self._delays.append(_Rule(method.upper(), re.compile(path_regex), times, seconds=seconds))
+    def delay(self, method: str, path_regex: str, seconds: float, times: int = 1) -> Rule:
+        rule = Rule(method.upper(), re.compile(path_regex), times, seconds=seconds)
+        self._delays.append(rule)
+        return rule
 
     def drop_watches(self) -> int:
         """Abort every open watch stream; returns how many were cut."""

@@ -26,6 +26,7 @@ from troupe.sim.apiserver.errors import ApiError, status_failure
 from troupe.sim.apiserver.events import dumps
 from troupe.sim.apiserver.faults import Faults
 from troupe.sim.apiserver.handlers import ResourceRequest, json_response
+from troupe.sim.apiserver.ledger import WriteLedger
 from troupe.sim.apiserver.strategies import new_store
 from troupe.sim.apiserver.watch import TRUE_VALUES, WatchStreams, serve_watch
 from troupe.sim.kubeconfig import write_kubeconfig
@@ -72,6 +73,7 @@ class ApiServer:
         self.ssl_context = ssl_context
         self.token = token
         self._audit: list[AuditRecord] | None = None
+        self._ledger: WriteLedger | None = None
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> str:
@@ -119,13 +121,24 @@ class ApiServer:
         self._audit = []
         return self._audit
 
+    def record_writes(self, lease_namespace: str, lease_name: str) -> WriteLedger:
+        """Record every write accepted from now on, with its User-Agent and that Lease's
+        holder, and every accepted binding (``ledger.py``)."""
+        self._ledger = WriteLedger(self.store, lease_namespace, lease_name)
+        return self._ledger
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        ledger = self._ledger
+        holder = ledger.arrived(request.method) if ledger is not None else None
         try:
             if self.token is not None:
                 self._authenticate(request)
             if self.faults.active:
                 await self.faults.apply(request.method, request.path)
             response = await self._route(request)
+            if ledger is not None and holder is not None and 200 <= response.status < 300:
+                agent = request.headers.get("User-Agent", "")
+                ledger.accepted(request.method, request.path, agent, holder)
             if self._audit is not None:
                 self._audit.append(AuditRecord(request.method, request.path, response.status, ""))
             return response
