@@ -8,7 +8,8 @@ import asyncio
 from urllib.parse import urlsplit
 
 import pytest
-from troupe.api.client import ApiError
+from troupe.api.client import ApiError, WriteFenced
+from troupe.kube.fence import FencedTransport
 from troupe.kube.http1 import Http1Pool, encode_request
 from troupe.kube.http1_pools import pool_for
 
@@ -173,3 +174,35 @@ async def test_the_connection_used_last_is_reused_first() -> None:
         await http.request("GET", "/next")
         by_target = {(r.target, r.body): r.connection for r in server.requests}
         assert by_target[("/next", b"")] == by_target[("/hold", b"b")] == 2
+
+
+async def test_a_write_that_waited_for_a_connection_is_fenced_if_the_lease_went_stale() -> None:
+    # A replica paused while its write waits for a pool connection must not send it
+    # on resume: the fence runs again once the write holds a connection.
+    gate, first = asyncio.Event(), asyncio.Event()
+
+    async def hold(req: Request, w: asyncio.StreamWriter) -> bool:
+        first.set()
+        await gate.wait()
+        w.write(reply(200, req.body))
+        await w.drain()
+        return True
+
+    leading = True
+    async with (
+        ScriptedServer(routes(**{"/hold": hold})) as server,
+        client(server, limit=1) as (http, _),
+    ):
+        fenced = FencedTransport(http, lambda: leading)
+        busy = asyncio.create_task(fenced.request("POST", "/hold", body=b"1"))
+        await first.wait()
+        waiting = asyncio.create_task(fenced.request("POST", "/hold", body=b"2"))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # queued behind the only connection
+        leading = False  # the lease went stale while it waited
+        gate.set()
+        assert (await busy).status == 200
+        with pytest.raises(WriteFenced):
+            await waiting
+        assert [r.body for r in server.requests] == [b"1"]
+        assert fenced.fenced == 1

@@ -30,9 +30,16 @@ import contextlib
 import socket
 import ssl
 from collections import deque
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import cast
 
 from troupe.kube.http1_parse import ProtocolError, Reply, ResponseParser
+
+# Called right before a request is written, once it holds a connection (after any
+# wait for a pool slot or a new connection); raising stops it unsent. The lease
+# fence (troupe.kube.fence) sets it for the writes it lets through.
+SEND_GUARD: ContextVar[Callable[[], None] | None] = ContextVar("troupe_send_guard", default=None)
 
 __all__ = ["Http1Pool", "ProtocolError", "Reply", "encode_request"]
 
@@ -223,6 +230,13 @@ class Http1Pool:
             conn = self._take_idle(loop.time())
             if conn is None:
                 conn = await self._connect(loop, min(deadline, loop.time() + connect_timeout))
+            guard = SEND_GUARD.get()
+            if guard is not None:
+                try:
+                    guard()
+                except BaseException:
+                    self._put_idle(conn, loop.time())
+                    raise
             try:
                 reply = await conn.exchange(data, deadline, head_only)
             except BaseException:
