@@ -27,7 +27,13 @@ from troupe.sim.nodespec import NodeSpec
 from bench.chaos.malformed import malformed_burst
 from bench.chaos.plan import Settings
 from bench.chaos.replicas import Replicas
-from bench.chaos.workload import NAMESPACE, Gang, Tracker, Workload
+from bench.chaos.workload import (
+    NAMESPACE,
+    Gang,
+    Tracker,
+    Workload,
+    cordon_all,
+)
 
 WAIT = 20.0  # seconds a mid-gang or mid-burst fault waits for its moment
 # Where a burst of errors or delays lands: bindings, every pod request (watches and
@@ -67,6 +73,9 @@ class Injector:
         self.requests_hit: Counter[str] = Counter()
         self.missed: Counter[str] = Counter()  # fired without reaching the moment aimed at
         self.paused_exit_codes: Counter[str] = Counter()
+        # Gangs whose bound part still held its resources when the room came back,
+        # long past the group's timeout (room_taken_mid_gang).
+        self.partial_held = 0
         self._malformed = 0
 
     async def inject(self, kind: str) -> str:
@@ -178,6 +187,35 @@ class Injector:
         self.replicas.kill(victim)
         bound = len(self.tracker.bound[gang.name])
         return f"SIGKILL {victim.name} with {bound}/{len(gang.members)} of {gang.name} bound"
+
+    async def _room_taken_mid_gang(self) -> str:
+        # The case gang recovery exists for: the leader dies with part of a gang bound
+        # and, before anyone finishes it, the room its remaining members need is gone
+        # (here every node is cordoned, as in a drain). The next leader must not leave
+        # the bound part holding its resources: past the group's timeout it evicts it
+        # (partialGangPolicy Evict), the controller recreates the pods, and the gang
+        # binds whole once room returns.
+        await self.replicas.wait_for_leader(WAIT)
+        gang = await self._mid_gang("room_taken_mid_gang", 20, 50)
+        victim = self.replicas.leader()
+        if victim is not None:
+            self.replicas.kill(victim)
+        bound = len(self.tracker.bound[gang.name])
+        cordoned = cordon_all(self.cluster.store, True)
+        timeout = float(self.workload.groups[gang.name]["spec"]["scheduleTimeoutSeconds"])
+        # The next leader takes over after the lease, sees the gang partly bound,
+        # and evicts it once the group's timeout has passed.
+        hold = self.settings.lease.duration + timeout + self.rng.uniform(8.0, 11.0)
+        await asyncio.sleep(hold)
+        left = len(self.tracker.bound[gang.name])
+        if 0 < left < gang.min_member:
+            self.partial_held += 1
+        cordon_all(self.cluster.store, False)
+        killed = f"SIGKILL {victim.name}" if victim is not None else "no leader to kill"
+        return (
+            f"{killed} with {bound}/{len(gang.members)} of {gang.name} bound; {cordoned} nodes "
+            f"cordoned for {hold:.1f}s; {left} still bound when it came back"
+        )
 
     async def _pause_leader(self) -> str:
         leader = await self.replicas.wait_for_leader(WAIT)

@@ -25,6 +25,7 @@ FAULT_KINDS: Final = (
     "slow_responses",
     "kill_leader_mid_burst",
     "kill_leader_mid_gang",
+    "room_taken_mid_gang",
     "pause_leader",
     "node_deleted_mid_gang",
     "podgroup_deleted_mid_cycle",

@@ -161,6 +161,7 @@ async def chaos(args: argparse.Namespace, workdir: Path, emit: Emit) -> dict[str
             "faults_injected": {k: injector.injected[k] for k in FAULT_KINDS},
             **cluster_verdict(cluster.store),
             **ledger_verdict(ledger, nodes_ever),
+            "partial_gangs_held": injector.partial_held,
             "settled": settled,
             "settle_seconds": round(settle_seconds, 1),
             "fault_requests_hit": dict(injector.requests_hit),

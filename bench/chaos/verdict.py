@@ -15,6 +15,10 @@ The four invariants (any of them non-zero fails the run):
   decided while the node existed, the API server accepts such a binding as upstream
   does, and the pod garbage collector removes the pod.
 - ``partial_gangs``: PodGroups with 0 < bound members < ``minMember`` at the end.
+- ``partial_gangs_held``: gangs left partly bound by a leader killed mid-gang while
+  every node was cordoned (``room_taken_mid_gang``) whose bound members still held
+  their resources when the nodes came back, long past the group's timeout: gang
+  recovery must have evicted them (docs/gangs.md, "Gangs left partly bound").
 - ``writes_without_lease``: writes (other than to the Lease itself) the server
   accepted from a replica that did not hold the Lease when the request arrived: the
   identity in the request's User-Agent is not the Lease's ``holderIdentity``.
@@ -39,7 +43,13 @@ from troupe.sim.apiserver.store import Obj, Store
 from bench.chaos.workload import KIND_LABEL, NAMESPACE, PODGROUPS
 
 _IDENTITY = re.compile(r"\(([^()]*)\)\s*$")
-INVARIANTS = ("lost", "double_bound", "partial_gangs", "writes_without_lease")
+INVARIANTS = (
+    "lost",
+    "double_bound",
+    "partial_gangs",
+    "partial_gangs_held",
+    "writes_without_lease",
+)
 
 
 @dataclass

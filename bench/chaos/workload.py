@@ -225,6 +225,20 @@ def _milli(cpu: str) -> int:
     return int(cpu[:-1]) if cpu.endswith("m") else int(float(cpu) * 1000)
 
 
+def cordon_all(store: Store, unschedulable: bool) -> int:
+    """Mark every node unschedulable (as ``kubectl cordon`` does), or undo it; returns
+    the nodes changed. Nothing new fits anywhere while they are cordoned."""
+    changed = 0
+    for node in store.list("nodes"):
+        if bool(node["spec"].get("unschedulable")) == unschedulable:
+            continue
+        node["spec"]["unschedulable"] = unschedulable
+        with contextlib.suppress(ApiError):
+            store.update("nodes", node)
+            changed += 1
+    return changed
+
+
 class Tracker:
     """Bound members per gang, kept current by a store listener; ``wait_bound`` wakes
     as soon as a gang has k members bound."""
