@@ -17,9 +17,9 @@ these; ``troupe.api.gangapi_policy`` turns them into ``GangPolicy`` values or a
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from troupe.api.gangs import GangApi
 from troupe.api.objects import KubeModel, ObjectMeta, ResourceMap
@@ -128,8 +128,19 @@ class Workload(KubeModel):
 
 
 class PodGroupTemplateReference(KubeModel):
+    """v1alpha2 ``podGroupTemplateRef``: upstream nests the names under ``workload``
+    (``WorkloadPodGroupTemplateReference``); the flat form earlier troupe releases
+    documented is read too."""
+
     workload_name: str = ""
     pod_group_template_name: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flatten_workload(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("workload"), dict):
+            return {**data["workload"], **{k: v for k, v in data.items() if k != "workload"}}
+        return data
 
 
 class PodGroupSpec(KubeModel):
