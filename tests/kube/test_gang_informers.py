@@ -31,7 +31,6 @@ from troupe.kube import (
 from troupe.kube.discovery import served_gang_apis
 from troupe.kube.gang_informers import (
     GANG_PATHS,
-    TEMPLATES_PATH,
     add_gang_informers,
     gang_informers,
 )
@@ -339,11 +338,16 @@ async def test_add_gang_informers_adds_the_served_kinds(
     shared = SharedInformers(cluster.http, RealClock(), NoClusterHandlers())
     before = len(shared.informers)
     watched = await add_gang_informers(shared, RealClock(), enabled=enabled)
-    assert watched == expected
-    paths = {GANG_PATHS[api] for api in expected}
+    assert set(watched) == expected
+    # One version per API: the newest served (the embedded cluster serves v1beta1).
+    paths = {GANG_PATHS[api] for api in expected if api is not GangApi.POD_GROUP}
     if GangApi.POD_GROUP in expected:
-        # The v1alpha2 Workloads whose templates PodGroups may name.
-        paths.add(TEMPLATES_PATH)
+        assert watched[GangApi.POD_GROUP] == "scheduling.k8s.io/v1beta1"
+        # The PodGroups, and the Workloads whose templates they may name.
+        paths |= {
+            "/apis/scheduling.k8s.io/v1beta1/podgroups",
+            "/apis/scheduling.k8s.io/v1beta1/workloads",
+        }
     assert {i.path for i in shared.informers[before:]} == paths
 
 

@@ -6,8 +6,9 @@ Three APIs put pods into groups (DESIGN.md "Gang APIs to accept"):
   ``scheduling.x-k8s.io/pod-group: <name>`` in the pod's namespace;
 - Kubernetes 1.35 ``scheduling.k8s.io/v1alpha1`` Workload: ``spec.workloadRef
   {name, podGroup, podGroupReplicaKey}``; each replica key is its own gang (KEP-4671);
-- Kubernetes 1.36 ``scheduling.k8s.io/v1alpha2`` PodGroup:
-  ``spec.schedulingGroup.podGroupName`` (KEP-5832).
+- Kubernetes 1.36 ``scheduling.k8s.io/v1alpha2`` PodGroup, and the same PodGroup at
+  ``v1beta1`` in 1.37: ``spec.schedulingGroup.podGroupName`` (KEP-5832). ``GangApi``
+  names the API, not the version the cluster serves it at.
 
 ``group_ref_of(pod)`` names the group; a ``GroupDirectory`` (kept by
 ``troupe.scheduler.gangs`` from the informers) answers what that group's policy is.
@@ -133,6 +134,12 @@ class GangPolicy:
     priority: int | None = None
     # When the group object was created (epoch seconds): QueueSort order (KEP-3370).
     created: float = 0.0
+    # v1beta1 (Kubernetes 1.37), read and kept for the features that act on them:
+    # ``disruptionMode: {all: {}}`` (the group is disrupted only as a whole, KEP-5710),
+    # the group's ``preemptionPolicy``, and its topology keys (KEP-5732).
+    disrupt_all: bool = False
+    preemption_policy: str | None = None
+    topology_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +150,17 @@ class GroupProblem:
     ref: GroupRef
     field: str
     message: str
+    # The version of the object the problem is in, when it is not ``ref.api``'s own
+    # (a v1beta1 PodGroup).
+    api_version: str = ""
+    # The group condition's reason: the input cannot be scheduled as declared
+    # (``Unschedulable``), or its members break a rule upstream's pod-group cycle fails
+    # with an error (``SchedulerError``: members' priority or scheduler name differ).
+    outcome: str = "Unschedulable"
 
     def __str__(self) -> str:
-        return f"{self.ref.api.value} {self.ref.object_key}: {self.field}: {self.message}"
+        version = self.api_version or self.ref.api.value
+        return f"{version} {self.ref.object_key}: {self.field}: {self.message}"
 
 
 class GroupDirectory(Protocol):

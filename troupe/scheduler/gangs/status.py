@@ -1,5 +1,6 @@
-"""Group status troupe writes: the scheduler-plugins PodGroup ``status`` and the
-v1alpha2 PodGroup ``PodGroupScheduled`` condition.
+"""Group status troupe writes: the scheduler-plugins PodGroup ``status``, the
+v1alpha2 PodGroup ``PodGroupScheduled`` and the v1beta1 ``PodGroupInitiallyScheduled``
+condition.
 
 - ``coscheduling_status(pg, pods, now)``: the PodGroup status as a pure function of
   the object, its member pods and the time, following scheduler-plugins'
@@ -31,6 +32,7 @@ from troupe.api.gangapi import (
     PHASE_RUNNING,
     PHASE_SCHEDULING,
     PLURAL_OF,
+    POD_GROUP_INITIALLY_SCHEDULED,
     POD_GROUP_SCHEDULED,
     Condition,
     CoschedulingPodGroup,
@@ -53,9 +55,10 @@ _TERMINAL: Final = (PHASE_FINISHED, PHASE_FAILED)
 _MAX_STEPS: Final = 6
 
 
-def status_path(api: GangApi, namespace: str, name: str) -> str:
-    """The ``status`` subresource of a group object."""
-    group, version = api.value.split("/")
+def status_path(api: GangApi, namespace: str, name: str, api_version: str = "") -> str:
+    """The ``status`` subresource of a group object (at ``api_version``, default the
+    API's own)."""
+    group, version = (api_version or api.value).split("/")
     return custom_object_path(
         group, version, PLURAL_OF[api], name, namespace=namespace, subresource="status"
     )
@@ -382,24 +385,32 @@ def _resource_version(reply: object) -> str:
 
 
 def pod_group_scheduled_condition(
-    previous: Sequence[Condition], outcome: ScheduledOutcome, message: str, now: float
+    previous: Sequence[Condition],
+    outcome: ScheduledOutcome,
+    message: str,
+    now: float,
+    condition_type: str = POD_GROUP_SCHEDULED,
 ) -> list[Condition]:
-    """``previous`` with ``PodGroupScheduled`` set for ``outcome`` (True for
+    """``previous`` with ``condition_type`` (``PodGroupScheduled`` of v1alpha2,
+    ``PodGroupInitiallyScheduled`` of v1beta1) set for ``outcome`` (True for
     Scheduled, False otherwise; reason = outcome). The transition time moves only
     when the status does. A True condition is never turned False: once a group has
     been scheduled, a later failed attempt (say, of a replacement member) does not
     say it was not, as upstream's 1.36 pod-group cycle; ``previous`` comes back
-    unchanged then, and when nothing would change."""
+    unchanged then, and when nothing would change. ``PodGroupInitiallyScheduled`` is
+    terminal once True (1.37): it is not touched again at all."""
     status = "True" if outcome == "Scheduled" else "False"
-    current = next((c for c in previous if c.type == POD_GROUP_SCHEDULED), None)
+    current = next((c for c in previous if c.type == condition_type), None)
     if current is not None:
-        if current.status == "True" and status == "False":
+        if current.status == "True" and (
+            status == "False" or condition_type == POD_GROUP_INITIALLY_SCHEDULED
+        ):
             return list(previous)
         if (current.status, current.reason, current.message) == (status, outcome, message):
             return list(previous)
     keep_time = current is not None and current.status == status and current.last_transition_time
     condition = Condition(
-        type=POD_GROUP_SCHEDULED,
+        type=condition_type,
         status=status,
         reason=outcome,
         message=message,
@@ -409,7 +420,7 @@ def pod_group_scheduled_condition(
     )
     if current is None:
         return [*previous, condition]
-    return [condition if c.type == POD_GROUP_SCHEDULED else c for c in previous]
+    return [condition if c.type == condition_type else c for c in previous]
 
 
 def conditions_patch(conditions: Sequence[Condition]) -> dict[str, Any]:

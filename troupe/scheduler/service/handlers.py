@@ -24,7 +24,7 @@ from troupe.api.events import (
     ClusterEvent,
     Resource,
 )
-from troupe.api.gangapi import GroupObject, WorkloadTemplates
+from troupe.api.gangapi import TEMPLATES_OBJECTS, GroupObject
 from troupe.api.gangs import GangApi, group_ref_of
 from troupe.api.objects import Namespace, Node, Pod
 from troupe.scheduler.loop.schedule_one import Scheduler
@@ -196,22 +196,22 @@ class ClusterEventHandlers:
 
     # --- pod groups (any of the three gang APIs) ---------------------------------------
 
-    # A v1alpha2 Workload only holds templates: the directory re-evaluates the
+    # A template Workload (v1alpha2 or v1beta1) only holds templates: the directory re-evaluates the
     # PodGroups that use them and the queue hears about those groups.
 
     def on_group_add(self, api: GangApi, obj: GroupObject) -> None:
         self._s.groups.upsert(api, obj)
-        if not isinstance(obj, WorkloadTemplates):
+        if not isinstance(obj, TEMPLATES_OBJECTS):
             self._s.queue.on_event(POD_GROUP_ADD, None, obj)
 
     def on_group_update(self, api: GangApi, old: GroupObject, new: GroupObject) -> None:
         self._s.groups.upsert(api, new)
-        if not isinstance(new, WorkloadTemplates):
+        if not isinstance(new, TEMPLATES_OBJECTS):
             self._s.queue.on_event(POD_GROUP_UPDATE, old, new)
 
     def on_group_delete(self, api: GangApi, obj: GroupObject) -> None:
         meta = obj.metadata
-        if isinstance(obj, WorkloadTemplates):
+        if isinstance(obj, TEMPLATES_OBJECTS):
             self._s.groups.remove_templates(meta.namespace, meta.name)
             return
         self._s.groups.remove(api, meta.namespace, meta.name)
