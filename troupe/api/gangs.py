@@ -101,7 +101,9 @@ class GroupRef:
 
 
 def group_ref_of(pod: Pod) -> GroupRef | None:
-    """The group ``pod`` joins, or None for a pod scheduled on its own."""
+    """The group ``pod`` joins, or None for a pod scheduled on its own. A pod naming
+    groups in several APIs joins the first of ``group_refs_of``; the others do not
+    count it."""
     ns = pod.metadata.namespace
     sg = pod.spec.scheduling_group
     if sg is not None and sg.pod_group_name:
@@ -113,6 +115,24 @@ def group_ref_of(pod: Pod) -> GroupRef | None:
     if name:
         return GroupRef(GangApi.COSCHEDULING, ns, name)
     return None
+
+
+def group_refs_of(pod: Pod) -> list[GroupRef]:
+    """Every group ``pod`` names, the one it joins first: the native PodGroup
+    (``spec.schedulingGroup``), then the Workload (``spec.workloadRef``), then the
+    scheduler-plugins label, newest API first."""
+    ns = pod.metadata.namespace
+    refs: list[GroupRef] = []
+    sg = pod.spec.scheduling_group
+    if sg is not None and sg.pod_group_name:
+        refs.append(GroupRef(GangApi.POD_GROUP, ns, sg.pod_group_name))
+    wr = pod.spec.workload_ref
+    if wr is not None and wr.name:
+        refs.append(GroupRef(GangApi.WORKLOAD, ns, wr.name, wr.pod_group, wr.pod_group_replica_key))
+    name = pod.metadata.labels.get(POD_GROUP_LABEL)
+    if name:
+        refs.append(GroupRef(GangApi.COSCHEDULING, ns, name))
+    return refs
 
 
 @dataclass(frozen=True, slots=True)

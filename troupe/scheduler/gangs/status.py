@@ -40,7 +40,7 @@ from troupe.api.gangapi import (
     ScheduledOutcome,
     parse_time,
 )
-from troupe.api.gangs import POD_GROUP_LABEL, GangApi
+from troupe.api.gangs import POD_GROUP_LABEL, GangApi, group_ref_of
 from troupe.api.objects import Pod, PodKey
 from troupe.api.tasks import TaskSupervisor
 from troupe.kube.client import custom_object_path, rfc3339
@@ -170,7 +170,14 @@ class PodGroupStatusController:
 
     Members are the pods labelled ``scheduling.x-k8s.io/pod-group`` in the group's
     namespace, as upstream's controller selects them (upstream lists across all
-    namespaces; a group is namespaced, so troupe does not).
+    namespaces; a group is namespaced, so troupe does not), except a pod that names a
+    group of a newer API too: it joins that group (``group_ref_of``) and this one does
+    not count it.
+
+    With ``ours`` (whether a scheduler name is one of troupe's profiles), a group's
+    status is written only while one of its members names one of troupe's profiles:
+    a group whose pods are all left to another scheduler is that scheduler's (or the
+    scheduler-plugins controller's) to report, and two writers would fight.
 
     The informer handlers call ``on_pod_add/update/delete`` with every pod (members
     are picked by label) and ``on_group_add/update/delete`` with every
@@ -187,8 +194,10 @@ class PodGroupStatusController:
         min_interval: float = 1.0,
         max_backoff: float = 30.0,
         synced: Callable[[], bool] | None = None,
+        ours: Callable[[str], bool] | None = None,
     ) -> None:
         self._patch = patch
+        self._ours = ours
         # Nothing is written before the pod and group informers have listed: a group
         # seen before its pods would read as Pending (controller-runtime likewise
         # reconciles only after WaitForCacheSync).
@@ -215,7 +224,7 @@ class PodGroupStatusController:
     # one label lookup per event.
 
     def on_pod_add(self, pod: Pod) -> None:
-        name = pod.metadata.labels.get(POD_GROUP_LABEL)
+        name = _member_of(pod)
         if not name:
             return
         key = _key(pod.metadata.namespace, name)
@@ -223,8 +232,8 @@ class PodGroupStatusController:
         self._mark(key)
 
     def on_pod_update(self, old: Pod, new: Pod) -> None:
-        old_name = old.metadata.labels.get(POD_GROUP_LABEL)
-        new_name = new.metadata.labels.get(POD_GROUP_LABEL)
+        old_name = _member_of(old)
+        new_name = _member_of(new)
         if not old_name and not new_name:
             return
         old_key = _key(old.metadata.namespace, old_name) if old_name else None
@@ -243,7 +252,7 @@ class PodGroupStatusController:
             self._mark(new_key)
 
     def on_pod_delete(self, pod: Pod) -> None:
-        name = pod.metadata.labels.get(POD_GROUP_LABEL)
+        name = _member_of(pod)
         if not name:
             return
         key = _key(pod.metadata.namespace, name)
@@ -289,6 +298,11 @@ class PodGroupStatusController:
             return None
         return self._compute(key, pg)
 
+    def _is_ours(self, key: str) -> bool:
+        if self._ours is None:
+            return True
+        return any(self._ours(p.spec.scheduler_name) for p in self._members.get(key, {}).values())
+
     @property
     def pending(self) -> int:
         """Groups with a write waiting or in flight."""
@@ -329,7 +343,7 @@ class PodGroupStatusController:
 
     async def _sync(self, key: str) -> None:
         pg = self._groups.get(key)
-        if pg is None:
+        if pg is None or not self._is_ours(key):
             return
         written = self._written.get(key)
         base = written[0] if written is not None else pg.status
@@ -365,6 +379,15 @@ class PodGroupStatusController:
         self.writes += 1
         if key in self._groups:
             self._written[key] = (status, _resource_version(reply))
+
+
+def _member_of(pod: Pod) -> str:
+    """The scheduler-plugins group ``pod`` counts for ("" for none)."""
+    name = pod.metadata.labels.get(POD_GROUP_LABEL)
+    if not name:
+        return ""
+    ref = group_ref_of(pod)
+    return name if ref is not None and ref.api is GangApi.COSCHEDULING else ""
 
 
 def _key(namespace: str, name: str) -> str:

@@ -164,6 +164,7 @@ class SchedulerDaemon:
             self.clock,
             supervisor=self.tasks,
             synced=lambda: informers is not None and informers.has_synced,
+            ours=self.scheduler.owns,
         )
         handlers = ClusterEventHandlers(self.scheduler, pod_listener=self.status_controller)
         informers = SharedInformers(

@@ -10,8 +10,9 @@ schedulers are ignored unless assigned (they consume node capacity). Terminal po
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Protocol
 
+from troupe.api.client import Event, ObjectRef
 from troupe.api.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -25,9 +26,12 @@ from troupe.api.events import (
     Resource,
 )
 from troupe.api.gangapi import TEMPLATES_OBJECTS, GroupObject
-from troupe.api.gangs import GangApi, group_ref_of
+from troupe.api.gangs import GangApi, GroupRef, group_ref_of, group_refs_of
 from troupe.api.objects import Namespace, Node, Pod
 from troupe.scheduler.loop.schedule_one import Scheduler
+
+# The Warning event's reason on a pod that names groups in two APIs.
+POD_IN_TWO_GROUPS: Final = "PodGroupConflict"
 
 
 def node_update_event(old: Node, new: Node) -> ClusterEvent | None:
@@ -66,9 +70,30 @@ class ClusterEventHandlers:
 
     # --- pods --------------------------------------------------------------------
 
+    def _warn_if_in_two_groups(self, pod: Pod) -> None:
+        """A pending pod of ours that names groups in two APIs joins one of them
+        (``group_ref_of``): it is told which, so a mistake does not go unseen."""
+        refs = group_refs_of(pod)
+        if len(refs) < 2 or pod.spec.node_name or not self._s.owns(pod.spec.scheduler_name):
+            return
+        groups = self._s.groups
+
+        def named(ref: GroupRef) -> str:
+            version = groups.api_version(ref)
+            return f"{ref.kind} {version} {ref.display} ({ref.member_field})"
+
+        winner, *losers = refs
+        message = f"pod names groups in {len(refs)} APIs: it joins {named(winner)}; " + "; ".join(
+            f"{named(ref)} does not count it" for ref in losers
+        )
+        self._s.writer.event(
+            Event(ObjectRef.of_pod(pod), "Warning", POD_IN_TWO_GROUPS, "Scheduling", message)
+        )
+
     def on_pod_add(self, pod: Pod) -> None:
         s = self._s
         s.groups.pod_seen(pod)
+        self._warn_if_in_two_groups(pod)
         if self._pods is not None:
             self._pods.on_pod_add(pod)
         if pod.spec.node_name:
@@ -93,6 +118,8 @@ class ClusterEventHandlers:
         if old.metadata.uid != new.metadata.uid:
             s.groups.pod_gone(old)
         s.groups.pod_seen(new)
+        if group_refs_of(old) != group_refs_of(new):
+            self._warn_if_in_two_groups(new)
         if new.spec.node_name:
             if new.is_terminal:
                 self._assigned_pod_gone(new)
