@@ -59,7 +59,11 @@ class GroupRef:
             base += f"/{self.pod_group}"
             if self.replica_key:
                 base += f"/{self.replica_key}"
-        return GroupKey(base if self.api is GangApi.COSCHEDULING else f"{self.api.value}:{base}")
+        if self.api is GangApi.COSCHEDULING:
+            return GroupKey(base)
+        # The standalone PodGroup is one API at several versions: its key names none.
+        prefix = "scheduling.k8s.io/PodGroup" if self.api is GangApi.POD_GROUP else self.api.value
+        return GroupKey(f"{prefix}:{base}")
 
     @property
     def object_key(self) -> str:
