@@ -91,3 +91,35 @@ async def test_a_pod_naming_two_groups_is_warned_and_counted_by_the_winner_only(
         what=lambda: f"the legacy group running, got {status(cluster, 'legacy')}",
     )
     assert status(cluster, "legacy")["running"] == 1
+
+
+async def test_a_native_group_left_to_another_scheduler_gets_no_condition_from_troupe(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    for name in ("theirs", "ours"):
+        cluster.store.create(
+            "podgroups.scheduling.k8s.io",
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+            },
+        )
+    for i in range(2):
+        cluster.store.create(
+            "pods",
+            pod(
+                f"theirs-{i}",
+                scheduler="default-scheduler",
+                schedulingGroup={"podGroupName": "theirs"},
+            ),
+        )
+        cluster.store.create("pods", pod(f"ours-{i}", schedulingGroup={"podGroupName": "ours"}))
+
+    def conditions(name: str) -> list[dict[str, Any]]:
+        group = cluster.store.get("podgroups.scheduling.k8s.io", name, "default")
+        return list((group.get("status") or {}).get("conditions") or [])
+
+    await eventually(lambda: bool(conditions("ours")), timeout=30, what="our group's condition")
+    assert conditions("theirs") == []
