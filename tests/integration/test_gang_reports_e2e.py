@@ -72,9 +72,12 @@ async def test_bad_gang_input_is_reported_on_pods_and_groups_and_blocks_nothing_
         "zero-0": "scheduling.x-k8s.io/v1alpha1 default/zero: spec.minMember: must be at "
         "least 1, got 0",
         "job-0": 'pod group "wrokers" doesn\'t exist for a workload "job"',
-        "mixed-0": "spec.schedulerName: pods of one group must name the same scheduler",
+        "mixed-0": (
+            "spec.schedulerName: all pods in a single pod group should have the same "
+            ".spec.schedulerName set"
+        ),
         "ghost-0": 'gang default/ghost: waiting for pods\'s workload "ghost" to appear in '
-        "scheduling queue: no PodGroup scheduling.k8s.io/v1alpha2 default/ghost exists",
+        "scheduling queue: no PodGroup scheduling.k8s.io/v1beta1 default/ghost exists",
         "few-0": "gang default/few: waiting for minCount pods from a gang to appear in "
         "scheduling queue (spec.schedulingPolicy.gang.minCount is 3; 2 of its pods",
     }
@@ -144,8 +147,8 @@ async def test_a_pod_group_takes_its_policy_from_the_workload_template_it_names(
         cluster.store.create("pods", gang_member("native", "tpl", i, "1"))
     await eventually(
         lambda: (
-            "spec.podGroupTemplateRef.workloadName"
-            in condition(cluster, "tpl-0").get("message", "")
+            # Created at v1alpha2, read at v1beta1: the cluster serves one object.
+            "spec.workloadRef.workloadName" in condition(cluster, "tpl-0").get("message", "")
         ),
         timeout=30,
         what=lambda: f"the missing Workload reported, got {condition(cluster, 'tpl-0')}",

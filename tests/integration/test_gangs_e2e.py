@@ -90,9 +90,11 @@ async def test_a_gang_that_fits_is_bound_whole_and_one_that_does_not_holds_nothi
     assert bindings.twice() == []
 
 
-async def test_a_native_pod_group_reports_pod_group_scheduled(
+async def test_a_native_pod_group_reports_pod_group_initially_scheduled(
     cluster: SimCluster, daemon: SchedulerDaemon
 ) -> None:
+    # The embedded cluster serves v1beta1 (Kubernetes 1.37): troupe watches that version
+    # and writes its condition; a v1alpha2 reader sees it too (conditions convert as is).
     kind, obj = native("pg", 2)
     cluster.store.create(kind, obj)
     for i in range(2):
@@ -101,11 +103,11 @@ async def test_a_native_pod_group_reports_pod_group_scheduled(
     def scheduled() -> dict[str, Any] | None:
         group = cluster.store.get(kind, "pg", "default")
         for c in group.get("status", {}).get("conditions", []):
-            if c["type"] == "PodGroupScheduled":
+            if c["type"] == "PodGroupInitiallyScheduled":
                 return c
         return None
 
-    await eventually(lambda: scheduled() is not None, timeout=30, what="PodGroupScheduled")
+    await eventually(lambda: scheduled() is not None, timeout=30, what="PodGroupInitiallyScheduled")
     condition = scheduled()
     assert condition is not None and (condition["status"], condition["reason"]) == (
         "True",

@@ -1,20 +1,34 @@
 """``PodGroupScheduled`` on a v1alpha2 PodGroup never turns from True back to False
-(KEP-5832), end to end through the embedded API server: once the gang was
-scheduled, a later member that cannot fit gets its own ``PodScheduled=False`` and
-the group stays ``Scheduled``."""
+(KEP-5832), end to end through the embedded API server serving the Kubernetes 1.36
+versions (no v1beta1): once the gang was scheduled, a later member that cannot fit
+gets its own ``PodScheduled=False`` and the group stays ``Scheduled``."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from troupe.scheduler.service.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
+from troupe.sim.nodespec import NodeSpec
 
 from tests.integration.conftest import eventually
 from tests.integration.test_gangs_e2e import gang_member, native
 
 KIND = "podgroups.scheduling.k8s.io"
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[SimCluster]:
+    c = SimCluster(
+        [NodeSpec(count=3, cpu="4", memory="16Gi", zones=("zone-a", "zone-b"))],
+        bookmark_interval=0.5,
+        workload_versions=("v1alpha1", "v1alpha2"),
+    )
+    await c.start()
+    yield c
+    await c.stop()
 
 
 class ConditionHistory:

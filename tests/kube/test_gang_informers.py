@@ -28,10 +28,9 @@ from troupe.kube import (
     SharedInformers,
     connect,
 )
-from troupe.kube.discovery import served_gang_apis
+from troupe.kube.discovery import served_gang_apis, served_gang_versions
 from troupe.kube.gang_informers import (
     GANG_PATHS,
-    TEMPLATES_PATH,
     add_gang_informers,
     gang_informers,
 )
@@ -245,6 +244,33 @@ async def test_the_native_kinds_are_served_and_the_crd_once_installed(cluster: C
     assert await served_gang_apis(cluster.http) == set(GangApi)
 
 
+@pytest.mark.parametrize(
+    ("versions", "expected"),
+    [
+        pytest.param(
+            ("v1alpha1", "v1alpha2", "v1beta1"),
+            "scheduling.k8s.io/v1beta1",
+            id="1.37 serves v1alpha2 and v1beta1: only v1beta1 is watched",
+        ),
+        pytest.param(
+            ("v1alpha1", "v1alpha2"),
+            "scheduling.k8s.io/v1alpha2",
+            id="1.36 serves v1alpha2 only: it is watched",
+        ),
+    ],
+)
+async def test_one_version_of_the_native_pod_group_is_watched(
+    tmp_path: Path, versions: tuple[str, ...], expected: str
+) -> None:
+    async with ApiServer(workload_versions=versions) as server:
+        api = await connect(str(server.write_kubeconfig(tmp_path / "kubeconfig")), None, False)
+        try:
+            served = await served_gang_versions(HttpTransport(api))
+        finally:
+            await api.close()
+    assert served == {GangApi.WORKLOAD: "scheduling.k8s.io/v1alpha1", GangApi.POD_GROUP: expected}
+
+
 async def test_gang_informers_keep_the_directory_current(cluster: Cluster) -> None:
     await cluster.install_crd()
     directory = GangDirectory()
@@ -339,11 +365,16 @@ async def test_add_gang_informers_adds_the_served_kinds(
     shared = SharedInformers(cluster.http, RealClock(), NoClusterHandlers())
     before = len(shared.informers)
     watched = await add_gang_informers(shared, RealClock(), enabled=enabled)
-    assert watched == expected
-    paths = {GANG_PATHS[api] for api in expected}
+    assert set(watched) == expected
+    # One version per API: the newest served (the embedded cluster serves v1beta1).
+    paths = {GANG_PATHS[api] for api in expected if api is not GangApi.POD_GROUP}
     if GangApi.POD_GROUP in expected:
-        # The v1alpha2 Workloads whose templates PodGroups may name.
-        paths.add(TEMPLATES_PATH)
+        assert watched[GangApi.POD_GROUP] == "scheduling.k8s.io/v1beta1"
+        # The PodGroups, and the Workloads whose templates they may name.
+        paths |= {
+            "/apis/scheduling.k8s.io/v1beta1/podgroups",
+            "/apis/scheduling.k8s.io/v1beta1/workloads",
+        }
     assert {i.path for i in shared.informers[before:]} == paths
 
 

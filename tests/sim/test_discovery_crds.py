@@ -63,7 +63,12 @@ async def test_core_discovery_lists_pod_subresources(http: Http) -> None:
 async def test_group_discovery_prefers_ga_versions(http: Http) -> None:
     _, groups = await http.get("/apis")
     scheduling = next(g for g in groups["groups"] if g["name"] == "scheduling.k8s.io")
-    assert [v["version"] for v in scheduling["versions"]] == ["v1", "v1alpha2", "v1alpha1"]
+    assert [v["version"] for v in scheduling["versions"]] == [
+        "v1",
+        "v1beta1",
+        "v1alpha2",
+        "v1alpha1",
+    ]
     assert scheduling["preferredVersion"] == {
         "groupVersion": "scheduling.k8s.io/v1",
         "version": "v1",

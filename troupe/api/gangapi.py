@@ -7,7 +7,13 @@
 - ``PodGroup``: Kubernetes 1.36 ``scheduling.k8s.io/v1alpha2`` standalone PodGroup
   (KEP-5832) with ``PodGroupScheduled`` conditions;
 - ``WorkloadTemplates``: the 1.36 ``scheduling.k8s.io/v1alpha2`` Workload, whose
-  ``spec.podGroupTemplates[]`` a PodGroup's ``spec.podGroupTemplateRef`` names.
+  ``spec.podGroupTemplates[]`` a PodGroup's ``spec.podGroupTemplateRef`` names;
+- ``V1beta1PodGroup`` and ``V1beta1Workload``: the Kubernetes 1.37
+  ``scheduling.k8s.io/v1beta1`` PodGroup (``spec.workloadRef``, the ``disruptionMode``
+  union, ``schedulingConstraints``, ``resourceClaims``, ``PodGroupInitiallyScheduled``)
+  and Workload. They are the same API as the v1alpha2 PodGroup (``GangApi.POD_GROUP``:
+  pods join both with ``spec.schedulingGroup.podGroupName``) at a newer version; the
+  informers watch one version (``VERSIONS_OF``).
 
 The gang informers (``troupe.kube.gang_informers``) parse raw JSON into
 these; ``troupe.api.gangapi_policy`` turns them into ``GangPolicy`` values or a
@@ -17,9 +23,9 @@ these; ``troupe.api.gangapi_policy`` turns them into ``GangPolicy`` values or a
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from troupe.api.gangs import GangApi
 from troupe.api.objects import KubeModel, ObjectMeta, ResourceMap
@@ -128,8 +134,19 @@ class Workload(KubeModel):
 
 
 class PodGroupTemplateReference(KubeModel):
+    """v1alpha2 ``podGroupTemplateRef``: upstream nests the names under ``workload``
+    (``WorkloadPodGroupTemplateReference``); the flat form earlier troupe releases
+    documented is read too."""
+
     workload_name: str = ""
     pod_group_template_name: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flatten_workload(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("workload"), dict):
+            return {**data["workload"], **{k: v for k, v in data.items() if k != "workload"}}
+        return data
 
 
 class PodGroupSpec(KubeModel):
@@ -191,14 +208,136 @@ class WorkloadTemplates(KubeModel):
 
 WORKLOAD_TEMPLATES_PLURAL: Final = "workloads"
 
-GroupObject = CoschedulingPodGroup | Workload | PodGroup | WorkloadTemplates
-"""Any of the gang API objects the informers deliver: the three that carry a group's
-policy, and the v1alpha2 Workload whose templates a PodGroup may take it from."""
+
+# --- PodGroup and Workload (scheduling.k8s.io/v1beta1, Kubernetes 1.37) ------------------
+#
+# Shaped so that KEP-6012's v1alpha3 CompositePodGroup (a gang of groups) and its
+# Workload ``compositePodGroupTemplates`` can be added beside them: a PodGroup's parent
+# is read here already, and the union members and constraints are their own models.
+
+POD_GROUP_V1BETA1: Final = "scheduling.k8s.io/v1beta1"
+# The 1.37 condition the scheduler owns: terminal once True (KEP-4671 "PodGroup status").
+POD_GROUP_INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"
+DISRUPTION_TARGET: Final = "DisruptionTarget"
+
+
+class EmptyMember(KubeModel):
+    """An intentionally empty union member (``single``, ``all``): its presence chooses."""
+
+
+class DisruptionMode(KubeModel):
+    """``{single: {}}`` (the default) | ``{all: {}}``: members disrupted one by one, or
+    the group only as a whole."""
+
+    single: EmptyMember | None = None
+    all: EmptyMember | None = None
+
+
+class TopologyConstraint(KubeModel):
+    key: str = ""
+
+
+class SchedulingConstraints(KubeModel):
+    """KEP-5732: at most one constraint; all members in one domain of the node label."""
+
+    topology: list[TopologyConstraint] = Field(default_factory=list)
+
+
+class PodGroupResourceClaim(KubeModel):
+    """KEP-5729: a claim shared by the group (one of a claim or a template)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class WorkloadReference(KubeModel):
+    workload_name: str = ""
+    template_name: str = ""
+
+
+class V1beta1GroupFields(KubeModel):
+    """What a v1beta1 PodGroup and a PodGroupTemplate have in common."""
+
+    scheduling_policy: SchedulingPolicy = Field(default_factory=SchedulingPolicy)
+    scheduling_constraints: SchedulingConstraints | None = None
+    resource_claims: list[PodGroupResourceClaim] = Field(default_factory=list)
+    disruption_mode: DisruptionMode | None = None
+    priority_class_name: str = ""
+    priority: int | None = None
+    preemption_policy: str | None = None
+
+
+class V1beta1PodGroupSpec(V1beta1GroupFields):
+    # KEP-6012 (v1alpha3 CompositePodGroup): read, not acted on yet.
+    parent_composite_pod_group_name: str | None = None
+    workload_ref: WorkloadReference | None = None
+
+
+class V1beta1PodGroup(KubeModel):
+    api_version: str = POD_GROUP_V1BETA1
+    kind: str = "PodGroup"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: V1beta1PodGroupSpec = Field(default_factory=V1beta1PodGroupSpec)
+    status: PodGroupStatus = Field(default_factory=PodGroupStatus)
+
+
+class V1beta1PodGroupTemplate(V1beta1GroupFields):
+    name: str = ""
+
+    @property
+    def effective_policy(self) -> SchedulingPolicy:
+        return self.scheduling_policy
+
+
+class V1beta1WorkloadSpec(KubeModel):
+    controller_ref: TypedLocalObjectReference | None = None
+    pod_group_templates: list[V1beta1PodGroupTemplate] = Field(default_factory=list)
+
+
+class V1beta1Workload(KubeModel):
+    api_version: str = POD_GROUP_V1BETA1
+    kind: str = "Workload"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: V1beta1WorkloadSpec = Field(default_factory=V1beta1WorkloadSpec)
+
+
+NativePodGroup = PodGroup | V1beta1PodGroup
+"""A standalone PodGroup at the version the cluster serves (v1alpha2 or v1beta1)."""
+TemplatesObject = WorkloadTemplates | V1beta1Workload
+"""A Workload whose ``podGroupTemplates[]`` a standalone PodGroup names."""
+NATIVE_POD_GROUPS: Final = (PodGroup, V1beta1PodGroup)
+TEMPLATES_OBJECTS: Final = (WorkloadTemplates, V1beta1Workload)
+
+GroupObject = CoschedulingPodGroup | Workload | PodGroup | V1beta1PodGroup | TemplatesObject
+"""Any of the gang API objects the informers deliver: the ones that carry a group's
+policy, and the Workloads whose templates a PodGroup may take it from."""
 
 MODEL_OF: Final[dict[GangApi, type[GroupObject]]] = {
     GangApi.COSCHEDULING: CoschedulingPodGroup,
     GangApi.WORKLOAD: Workload,
     GangApi.POD_GROUP: PodGroup,
+}
+
+# Each API's versions, newest first: troupe watches the first one the cluster serves
+# (a real API server shows one object at every served version of its resource, so
+# watching two would see every group twice).
+VERSIONS_OF: Final[dict[GangApi, tuple[str, ...]]] = {
+    GangApi.COSCHEDULING: (GangApi.COSCHEDULING.value,),
+    GangApi.WORKLOAD: (GangApi.WORKLOAD.value,),
+    GangApi.POD_GROUP: (POD_GROUP_V1BETA1, GangApi.POD_GROUP.value),
+}
+# The model of each API's objects at each version, and of the template Workloads
+# served beside a standalone PodGroup.
+MODEL_AT: Final[dict[str, type[GroupObject]]] = {
+    GangApi.COSCHEDULING.value: CoschedulingPodGroup,
+    GangApi.WORKLOAD.value: Workload,
+    GangApi.POD_GROUP.value: PodGroup,
+    POD_GROUP_V1BETA1: V1beta1PodGroup,
+}
+TEMPLATES_MODEL_AT: Final[dict[str, type[TemplatesObject]]] = {
+    GangApi.POD_GROUP.value: WorkloadTemplates,
+    POD_GROUP_V1BETA1: V1beta1Workload,
 }
 
 # Resource path segments (plural) of each API's kind.
@@ -217,3 +356,10 @@ def api_of(obj: GroupObject) -> GangApi:
     if isinstance(obj, Workload):
         return GangApi.WORKLOAD
     return GangApi.POD_GROUP
+
+
+def scheduled_condition_type(api_version: str) -> str:
+    """The condition the scheduler owns on a standalone PodGroup of ``api_version``."""
+    return (
+        POD_GROUP_INITIALLY_SCHEDULED if api_version == POD_GROUP_V1BETA1 else POD_GROUP_SCHEDULED
+    )

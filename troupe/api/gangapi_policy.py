@@ -15,17 +15,23 @@ manifests ship ``minResources`` as a free string).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from troupe.api.gangapi import (
+    TEMPLATES_OBJECTS,
     WORKLOAD_MAX_POD_GROUPS,
     CoschedulingPodGroup,
     GroupObject,
+    NativePodGroup,
     PodGroup,
+    PodGroupTemplate,
     PodGroupTemplateReference,
     SchedulingPolicy,
+    TemplatesObject,
+    V1beta1PodGroup,
+    V1beta1PodGroupTemplate,
     Workload,
-    WorkloadTemplates,
     parse_time,
 )
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
@@ -34,13 +40,14 @@ from troupe.api.quantity import QuantityError, resource_to_int
 PriorityLookup = Callable[[str], int | None]
 """The value of the PriorityClass of that name, or None when there is none."""
 
-TemplateLookup = Callable[[str, str], WorkloadTemplates | None]
-"""The v1alpha2 Workload ``(namespace, name)``, or None when it does not exist."""
+TemplateLookup = Callable[[str, str], TemplatesObject | None]
+"""The Workload ``(namespace, name)`` at the version watched (v1alpha2 or v1beta1), or
+None when it does not exist."""
 
 _DISRUPTION_MODES = ("Pod", "PodGroup")
 
 
-def ref_of_object(obj: CoschedulingPodGroup | PodGroup) -> GroupRef:
+def ref_of_object(obj: CoschedulingPodGroup | NativePodGroup) -> GroupRef:
     """The group a single-group object defines (a Workload holds several)."""
     api = GangApi.COSCHEDULING if isinstance(obj, CoschedulingPodGroup) else GangApi.POD_GROUP
     return GroupRef(api, obj.metadata.namespace, obj.metadata.name)
@@ -57,8 +64,10 @@ def policy_of(
         return coscheduling_policy(obj)
     if isinstance(obj, Workload):
         return workload_policy(obj, ref)
-    if isinstance(obj, WorkloadTemplates):
-        raise TypeError(f"a v1alpha2 Workload holds templates, not group {ref.key}'s policy")
+    if isinstance(obj, TEMPLATES_OBJECTS):
+        raise TypeError(f"a Workload holds templates, not group {ref.key}'s policy")
+    if isinstance(obj, V1beta1PodGroup):
+        return v1beta1_pod_group_policy(obj, priority_of, templates)
     return pod_group_policy(obj, priority_of, templates)
 
 
@@ -116,6 +125,78 @@ def _from_union(
         )
     # Basic: members are scheduled one by one, each its own quorum.
     return GangPolicy(gang=False, min_count=1, priority=priority, created=created)
+
+
+# Group ResourceClaims (KEP-5729) need a claim allocated for the whole group and
+# reserved for it; troupe does not allocate devices yet, and scheduling the group as
+# if it named no claim would start pods without the devices they were promised.
+RESOURCE_CLAIMS_UNSUPPORTED = (
+    "group ResourceClaims are not supported yet by troupe: the group is not scheduled "
+    "until its claims are removed or it is left to a scheduler that allocates them"
+)
+
+
+def v1beta1_pod_group_policy(
+    pg: V1beta1PodGroup,
+    priority_of: PriorityLookup | None = None,
+    templates: TemplateLookup | None = None,
+) -> GangPolicy | GroupProblem:
+    """A Kubernetes 1.37 v1beta1 PodGroup: its own policy (a missing one is taken from
+    the template ``spec.workloadRef`` names, as for v1alpha2), priority, the
+    ``disruptionMode`` union, ``preemptionPolicy`` and topology keys. ``gang.minCount``
+    is mutable in 1.37: the policy is recomputed on every change of the object, so a
+    new quorum applies from the group's next cycle."""
+    ref = ref_of_object(pg)
+    version = pg.api_version
+    spec = pg.spec
+    policy, path = spec.scheduling_policy, "spec.schedulingPolicy"
+    if policy.basic is None and policy.gang is None and spec.workload_ref is not None:
+        template_ref = PodGroupTemplateReference(
+            workload_name=spec.workload_ref.workload_name,
+            pod_group_template_name=spec.workload_ref.template_name,
+        )
+        found = _template_policy(ref, template_ref, templates, "spec.workloadRef", version)
+        if isinstance(found, GroupProblem):
+            return found
+        policy, path = found
+    problem = _policy_problem(ref, policy, path)
+    if problem is not None:
+        return GroupProblem(ref, problem.field, problem.message, api_version=version)
+    mode = spec.disruption_mode
+    disrupt_all = mode is not None and mode.all is not None
+    if mode is not None and mode.all is not None and mode.single is not None:
+        return GroupProblem(
+            ref,
+            "spec.disruptionMode",
+            "must set exactly one of single or all, got both",
+            api_version=version,
+        )
+    if disrupt_all and policy.basic is not None:
+        return GroupProblem(
+            ref,
+            "spec.disruptionMode",
+            "all is invalid with the basic scheduling policy",
+            api_version=version,
+        )
+    if spec.resource_claims:
+        names = ", ".join(f'"{c.name}"' for c in spec.resource_claims)
+        return GroupProblem(
+            ref,
+            "spec.resourceClaims",
+            f"{RESOURCE_CLAIMS_UNSUPPORTED} (the group names {names})",
+            api_version=version,
+        )
+    priority = spec.priority
+    if priority is None and spec.priority_class_name and priority_of is not None:
+        priority = priority_of(spec.priority_class_name)
+    constraints = spec.scheduling_constraints
+    base = _from_union(policy, parse_time(pg.metadata.creation_timestamp), priority)
+    return replace(
+        base,
+        disrupt_all=disrupt_all,
+        preemption_policy=spec.preemption_policy,
+        topology_keys=tuple(t.key for t in constraints.topology) if constraints else (),
+    )
 
 
 def workload_policy(wl: Workload, ref: GroupRef) -> GangPolicy | GroupProblem:
@@ -186,24 +267,33 @@ def pod_group_policy(
 
 
 def _template_policy(
-    ref: GroupRef, template_ref: PodGroupTemplateReference, templates: TemplateLookup | None
+    ref: GroupRef,
+    template_ref: PodGroupTemplateReference,
+    templates: TemplateLookup | None,
+    field: str = "spec.podGroupTemplateRef",
+    version: str = "",
 ) -> tuple[SchedulingPolicy, str] | GroupProblem:
-    """The policy of the template ``template_ref`` names, and its path for messages."""
-    field = "spec.podGroupTemplateRef"
+    """The policy of the template ``template_ref`` names, and its path for messages
+    (``version``: the PodGroup's, when it is not v1alpha2)."""
+    template_field = "templateName" if field == "spec.workloadRef" else "podGroupTemplateName"
     name = template_ref.workload_name
     if not name:
         return GroupProblem(
-            ref, f"{field}.workloadName", "must be set when spec.schedulingPolicy is not"
+            ref,
+            f"{field}.workloadName",
+            "must be set when spec.schedulingPolicy is not",
+            api_version=version,
         )
     workload = templates(ref.namespace, name) if templates is not None else None
     if workload is None:
         return GroupProblem(
             ref,
             f"{field}.workloadName",
-            f"Workload {GangApi.POD_GROUP.value} {ref.namespace}/{name} does not exist",
+            f"Workload {version or GangApi.POD_GROUP.value} {ref.namespace}/{name} does not exist",
+            api_version=version,
         )
     wanted = template_ref.pod_group_template_name
-    listed = workload.spec.pod_group_templates
+    listed: Sequence[PodGroupTemplate | V1beta1PodGroupTemplate] = workload.spec.pod_group_templates
     for index, template in enumerate(listed):
         if template.name == wanted:
             path = (
@@ -213,7 +303,8 @@ def _template_policy(
     names = ", ".join(f'"{t.name}"' for t in listed) or "none"
     return GroupProblem(
         ref,
-        f"{field}.podGroupTemplateName",
+        f"{field}.{template_field}",
         f'pod group template "{wanted}" doesn\'t exist in Workload {ref.namespace}/{name} '
         f"(it has {names})",
+        api_version=version,
     )

@@ -6,8 +6,9 @@ Three APIs put pods into groups (DESIGN.md "Gang APIs to accept"):
   ``scheduling.x-k8s.io/pod-group: <name>`` in the pod's namespace;
 - Kubernetes 1.35 ``scheduling.k8s.io/v1alpha1`` Workload: ``spec.workloadRef
   {name, podGroup, podGroupReplicaKey}``; each replica key is its own gang (KEP-4671);
-- Kubernetes 1.36 ``scheduling.k8s.io/v1alpha2`` PodGroup:
-  ``spec.schedulingGroup.podGroupName`` (KEP-5832).
+- Kubernetes 1.36 ``scheduling.k8s.io/v1alpha2`` PodGroup, and the same PodGroup at
+  ``v1beta1`` in 1.37: ``spec.schedulingGroup.podGroupName`` (KEP-5832). ``GangApi``
+  names the API, not the version the cluster serves it at.
 
 ``group_ref_of(pod)`` names the group; a ``GroupDirectory`` (kept by
 ``troupe.scheduler.gangs`` from the informers) answers what that group's policy is.
@@ -58,7 +59,11 @@ class GroupRef:
             base += f"/{self.pod_group}"
             if self.replica_key:
                 base += f"/{self.replica_key}"
-        return GroupKey(base if self.api is GangApi.COSCHEDULING else f"{self.api.value}:{base}")
+        if self.api is GangApi.COSCHEDULING:
+            return GroupKey(base)
+        # The standalone PodGroup is one API at several versions: its key names none.
+        prefix = "scheduling.k8s.io/PodGroup" if self.api is GangApi.POD_GROUP else self.api.value
+        return GroupKey(f"{prefix}:{base}")
 
     @property
     def object_key(self) -> str:
@@ -100,7 +105,9 @@ class GroupRef:
 
 
 def group_ref_of(pod: Pod) -> GroupRef | None:
-    """The group ``pod`` joins, or None for a pod scheduled on its own."""
+    """The group ``pod`` joins, or None for a pod scheduled on its own. A pod naming
+    groups in several APIs joins the first of ``group_refs_of``; the others do not
+    count it."""
     ns = pod.metadata.namespace
     sg = pod.spec.scheduling_group
     if sg is not None and sg.pod_group_name:
@@ -112,6 +119,24 @@ def group_ref_of(pod: Pod) -> GroupRef | None:
     if name:
         return GroupRef(GangApi.COSCHEDULING, ns, name)
     return None
+
+
+def group_refs_of(pod: Pod) -> list[GroupRef]:
+    """Every group ``pod`` names, the one it joins first: the native PodGroup
+    (``spec.schedulingGroup``), then the Workload (``spec.workloadRef``), then the
+    scheduler-plugins label, newest API first."""
+    ns = pod.metadata.namespace
+    refs: list[GroupRef] = []
+    sg = pod.spec.scheduling_group
+    if sg is not None and sg.pod_group_name:
+        refs.append(GroupRef(GangApi.POD_GROUP, ns, sg.pod_group_name))
+    wr = pod.spec.workload_ref
+    if wr is not None and wr.name:
+        refs.append(GroupRef(GangApi.WORKLOAD, ns, wr.name, wr.pod_group, wr.pod_group_replica_key))
+    name = pod.metadata.labels.get(POD_GROUP_LABEL)
+    if name:
+        refs.append(GroupRef(GangApi.COSCHEDULING, ns, name))
+    return refs
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +158,12 @@ class GangPolicy:
     priority: int | None = None
     # When the group object was created (epoch seconds): QueueSort order (KEP-3370).
     created: float = 0.0
+    # v1beta1 (Kubernetes 1.37), read and kept for the features that act on them:
+    # ``disruptionMode: {all: {}}`` (the group is disrupted only as a whole, KEP-5710),
+    # the group's ``preemptionPolicy``, and its topology keys (KEP-5732).
+    disrupt_all: bool = False
+    preemption_policy: str | None = None
+    topology_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +174,17 @@ class GroupProblem:
     ref: GroupRef
     field: str
     message: str
+    # The version of the object the problem is in, when it is not ``ref.api``'s own
+    # (a v1beta1 PodGroup).
+    api_version: str = ""
+    # The group condition's reason: the input cannot be scheduled as declared
+    # (``Unschedulable``), or its members break a rule upstream's pod-group cycle fails
+    # with an error (``SchedulerError``: members' priority or scheduler name differ).
+    outcome: str = "Unschedulable"
 
     def __str__(self) -> str:
-        return f"{self.ref.api.value} {self.ref.object_key}: {self.field}: {self.message}"
+        version = self.api_version or self.ref.api.value
+        return f"{version} {self.ref.object_key}: {self.field}: {self.message}"
 
 
 class GroupDirectory(Protocol):

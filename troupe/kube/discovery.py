@@ -1,7 +1,8 @@
 """Which gang APIs the cluster serves, from API discovery.
 
-The daemon calls ``served_gang_apis(transport)`` once at start-up, before it builds
-the gang informers (``gang_informers``): a kind the cluster does not serve (the
+The daemon calls ``served_gang_versions(transport)`` once at start-up, before it builds
+the gang informers (``gang_informers``), and watches one version per API, the newest
+it understands. A kind the cluster does not serve (the
 scheduler-plugins CRD not installed, a 1.35 cluster without ``v1alpha2``, the
 ``GenericWorkload`` feature gate off) is simply not watched, instead of an informer
 failing its list forever. It reads legacy discovery, as client-go's
@@ -16,7 +17,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from troupe.api.gangapi import MODEL_OF, PLURAL_OF
+from troupe.api.gangapi import MODEL_OF, PLURAL_OF, VERSIONS_OF
 from troupe.api.gangs import GangApi
 from troupe.kube.transport import Transport
 
@@ -50,12 +51,22 @@ _KIND_OF: Final = {api: model.model_fields["kind"].default for api, model in MOD
 
 
 async def served_gang_apis(transport: Transport, *, timeout: float = 30.0) -> set[GangApi]:
-    """The gang APIs whose kind the API server serves. Raises ``ApiError`` when
+    """The gang APIs whose kind the API server serves (at any version)."""
+    return set(await served_gang_versions(transport, timeout=timeout))
+
+
+async def served_gang_versions(
+    transport: Transport, *, timeout: float = 30.0
+) -> dict[GangApi, str]:
+    """For each gang API the server serves, the one version to watch: the newest troupe
+    understands (``VERSIONS_OF``: v1beta1 before v1alpha2 for the standalone PodGroup).
+    A real API server shows one object at every served version of its resource, so
+    watching two versions would see every group twice. Raises ``ApiError`` when
     discovery itself fails (no reply, 5xx, 403): guessing would either watch a kind
     that is not there or silently ignore one that is."""
     resp = await transport.request("GET", "/apis", timeout=timeout)
     if resp.status == 404:
-        return set()
+        return {}
     if not resp.ok:
         raise resp.error("discovery of /apis")
     listed = {
@@ -63,19 +74,14 @@ async def served_gang_apis(transport: Transport, *, timeout: float = 30.0) -> se
         for group in _ApiGroupList.model_validate_json(resp.body).groups
         for gv in group.versions
     }
-    served: set[GangApi] = set()
+    served: dict[GangApi, str] = {}
     for api in GangApi:
-        if api.value not in listed:
-            continue
-        path = f"/apis/{api.value}"
-        resp = await transport.request("GET", path, timeout=timeout)
-        if resp.status == 404:
-            continue  # removed between the two requests (a CRD being deleted)
-        if not resp.ok:
-            raise resp.error(f"discovery of {path}")
-        resources = _ApiResourceList.model_validate_json(resp.body).resources
-        if any(r.name == PLURAL_OF[api] and r.kind == _KIND_OF[api] for r in resources):
-            served.add(api)
+        for version in VERSIONS_OF[api]:
+            if version in listed and await serves(
+                transport, version, PLURAL_OF[api], _KIND_OF[api], timeout=timeout
+            ):
+                served[api] = version
+                break
     return served
 
 

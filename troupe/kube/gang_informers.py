@@ -1,32 +1,35 @@
 """Informers for the gang API objects the cluster serves.
 
-The daemon discovers the served kinds (``served_gang_apis``), builds one
-``Informer`` per kind with ``gang_informers`` — or does both with
-``add_gang_informers`` on its ``SharedInformers`` before ``start`` — and passes
-callbacks that receive the API with each object, so one set of handlers serves all
-three kinds (``GangDirectory.upsert`` / ``remove``, and the PodGroup status
-controller for the scheduler-plugins kind). Objects are parsed straight into the
-``troupe.api.gangapi`` models. Where the v1alpha2 PodGroup is watched, the v1alpha2
-Workload is too (when served), delivered as a ``WorkloadTemplates`` with the
-PodGroup's API: a PodGroup's ``spec.podGroupTemplateRef`` names its templates.
+The daemon discovers the served kinds and the one version of each to watch
+(``served_gang_versions``: the newest troupe understands, v1beta1 before v1alpha2 for
+the standalone PodGroup, never two versions of one resource), builds one ``Informer``
+per kind with ``gang_informers`` — or does both with ``add_gang_informers`` on its
+``SharedInformers`` before ``start`` — and passes callbacks that receive the API with
+each object, so one set of handlers serves all three kinds (``GangDirectory.upsert`` /
+``remove``, and the PodGroup status controller for the scheduler-plugins kind).
+Objects are parsed straight into the ``troupe.api.gangapi`` model of their version.
+Where the standalone PodGroup is watched, the Workload of the same version is too (when
+served), delivered as a ``WorkloadTemplates`` (v1alpha2) or ``V1beta1Workload`` with
+the PodGroup's API: a PodGroup's ``podGroupTemplateRef`` / ``workloadRef`` names its
+templates.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
 from troupe.api.clock import Clock
 from troupe.api.gangapi import (
-    MODEL_OF,
+    MODEL_AT,
     PLURAL_OF,
+    TEMPLATES_MODEL_AT,
     WORKLOAD_TEMPLATES_PLURAL,
     GroupObject,
-    WorkloadTemplates,
 )
 from troupe.api.gangs import GangApi
-from troupe.kube.discovery import served_gang_apis, serves
+from troupe.kube.discovery import served_gang_versions, serves
 from troupe.kube.informer import Informer, InformerConfig
 from troupe.kube.shared import SharedInformers
 from troupe.kube.transport import Transport
@@ -50,15 +53,18 @@ def gang_informer(
     on_delete: GroupDelete | None = None,
     config: InformerConfig | None = None,
     rng: random.Random | None = None,
+    api_version: str = "",
 ) -> Informer[Any]:
-    """An informer of every object of ``api``'s kind, handlers called with ``api``."""
+    """An informer of every object of ``api``'s kind at ``api_version`` (default the
+    API's own), handlers called with ``api``."""
+    version = api_version or api.value
     return _informer_for(
         api,
         transport,
         clock,
-        GANG_PATHS[api],
-        MODEL_OF[api],
-        f"{PLURAL_OF[api]}.{api.value}",
+        f"/apis/{version}/{PLURAL_OF[api]}",
+        MODEL_AT[version],
+        f"{PLURAL_OF[api]}.{version}",
         on_add=on_add,
         on_update=on_update,
         on_delete=on_delete,
@@ -110,7 +116,7 @@ def _informer_for(
 
 
 def gang_informers(
-    apis: Iterable[GangApi],
+    apis: Iterable[GangApi] | Mapping[GangApi, str],
     transport: Transport,
     clock: Clock,
     *,
@@ -120,7 +126,9 @@ def gang_informers(
     config: InformerConfig | None = None,
     rng: random.Random | None = None,
 ) -> list[Informer[Any]]:
-    """One informer per API in ``apis`` (in ``GangApi`` order)."""
+    """One informer per API in ``apis`` (in ``GangApi`` order), at the version
+    ``apis`` maps it to when it is a mapping."""
+    versions: Mapping[GangApi, str] = apis if isinstance(apis, Mapping) else {}
     wanted = set(apis)
     return [
         gang_informer(
@@ -132,6 +140,7 @@ def gang_informers(
             on_delete=on_delete,
             config=config,
             rng=rng,
+            api_version=versions.get(api, ""),
         )
         for api in GangApi
         if api in wanted
@@ -148,10 +157,16 @@ async def add_gang_informers(
     enabled: Iterable[GangApi] = tuple(GangApi),
     config: InformerConfig | None = None,
     rng: random.Random | None = None,
-) -> set[GangApi]:
-    """Discover which of the ``enabled`` APIs the cluster serves and add their
-    informers to ``shared`` (before ``shared.start``); the APIs watched."""
-    served = await served_gang_apis(shared.transport) & set(enabled)
+) -> dict[GangApi, str]:
+    """Discover which of the ``enabled`` APIs the cluster serves and add one informer
+    per API, at the newest version served, to ``shared`` (before ``shared.start``);
+    the APIs watched and their versions."""
+    wanted = set(enabled)
+    served = {
+        api: version
+        for api, version in (await served_gang_versions(shared.transport)).items()
+        if api in wanted
+    }
     for informer in gang_informers(
         served,
         shared.transport,
@@ -163,8 +178,9 @@ async def add_gang_informers(
         rng=rng,
     ):
         shared.add(informer)
-    if GangApi.POD_GROUP in served and await serves(
-        shared.transport, GangApi.POD_GROUP.value, WORKLOAD_TEMPLATES_PLURAL, "Workload"
+    version = served.get(GangApi.POD_GROUP)
+    if version is not None and await serves(
+        shared.transport, version, WORKLOAD_TEMPLATES_PLURAL, "Workload"
     ):
         shared.add(
             templates_informer(
@@ -175,6 +191,7 @@ async def add_gang_informers(
                 on_delete=on_delete,
                 config=config,
                 rng=rng,
+                api_version=version,
             )
         )
     return served
@@ -189,16 +206,19 @@ def templates_informer(
     on_delete: GroupDelete | None = None,
     config: InformerConfig | None = None,
     rng: random.Random | None = None,
+    api_version: str = "",
 ) -> Informer[Any]:
-    """An informer of every v1alpha2 Workload, handlers called with the PodGroup's API."""
+    """An informer of every template Workload at ``api_version`` (v1alpha2 by
+    default, or v1beta1), handlers called with the PodGroup's API."""
     api = GangApi.POD_GROUP
+    version = api_version or api.value
     return _informer_for(
         api,
         transport,
         clock,
-        TEMPLATES_PATH,
-        WorkloadTemplates,
-        f"{WORKLOAD_TEMPLATES_PLURAL}.{api.value}",
+        f"/apis/{version}/{WORKLOAD_TEMPLATES_PLURAL}",
+        TEMPLATES_MODEL_AT[version],
+        f"{WORKLOAD_TEMPLATES_PLURAL}.{version}",
         on_add=on_add,
         on_update=on_update,
         on_delete=on_delete,

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from troupe.api.clock import Clock, RealClock
 from troupe.sim.apiserver.server import ApiServer
 from troupe.sim.apiserver.store import Store
+from troupe.sim.apiserver.strategies import WORKLOAD_VERSIONS
 from troupe.sim.crds import POD_GROUP_CRD
 from troupe.sim.kubelet import Kubelets
 from troupe.sim.nodespec import NodeSpec, internal_ip
@@ -35,10 +36,18 @@ class SimCluster:
         bookmark_interval: float = 60.0,
         history: int = 10000,
         clock: Clock | None = None,
+        workload_versions: Iterable[str] = WORKLOAD_VERSIONS,
     ) -> None:
+        """``workload_versions``: the ``scheduling.k8s.io`` versions of Workload and
+        PodGroup served (default: all three, as Kubernetes 1.37)."""
         self.clock: Clock = clock or RealClock()
         self.server = ApiServer(
-            host, port, bookmark_interval=bookmark_interval, history=history, clock=self.clock
+            host,
+            port,
+            bookmark_interval=bookmark_interval,
+            history=history,
+            clock=self.clock,
+            workload_versions=workload_versions,
         )
         self.kubelets = Kubelets(self.server.store, self.clock, delay=kubelet_delay)
         self.install_crds = install_crds

@@ -85,8 +85,9 @@ CASES = [
         Case(
             (GangApi.COSCHEDULING, coscheduling_group("bad", 2)),
             lambda: [member("bad", 0), member("bad", 1, scheduler="default-scheduler")],
-            "scheduling.x-k8s.io/v1alpha1 default/bad: spec.schedulerName: pods of one group "
-            'must name the same scheduler, got "default-scheduler" (bad-1), '
+            "scheduling.x-k8s.io/v1alpha1 default/bad: spec.schedulerName: all pods in a "
+            "single pod group should have the same .spec.schedulerName set, got "
+            '"default-scheduler" (bad-1), '
             '"troupe-scheduler" (bad-0)',
             True,
         ),

@@ -317,13 +317,14 @@ MEMBERS = [
     ),
     pytest.param(
         ["troupe-scheduler", "other", "troupe-scheduler"],
-        'pods of one group must name the same scheduler, got "other" (p1), '
-        '"troupe-scheduler" (p0, p2)',
+        "all pods in a single pod group should have the same .spec.schedulerName set, got "
+        '"other" (p1), "troupe-scheduler" (p0, p2)',
         id="members naming two schedulers are a problem on spec.schedulerName",
     ),
     pytest.param(
         ["a", "b", "b", "b", "b", "b"],
-        'pods of one group must name the same scheduler, got "a" (p0), "b" (p1, p2, p3 and 2 more)',
+        "all pods in a single pod group should have the same .spec.schedulerName set, got "
+        '"a" (p0), "b" (p1, p2, p3 and 2 more)',
         id="a long list of pods is shortened",
     ),
     pytest.param([], None, id="no members is no problem"),

@@ -11,6 +11,7 @@ import pytest
 from troupe.api.client import ApiError, WriteFenced
 from troupe.api.clock import FakeClock
 from troupe.api.gangapi import CoschedulingPodGroupStatus
+from troupe.api.objects import SchedulingGroup
 from troupe.api.tasks import TaskSupervisor
 from troupe.kube.client import rfc3339
 from troupe.scheduler.gangs import PodGroupStatusController
@@ -244,3 +245,50 @@ async def test_a_write_fenced_at_the_lease_is_dropped_without_a_task_failure() -
     await settle()
     assert (tasks.failures, controller.write_failures, len(patches.paths)) == (0, 1, 1)
     await controller.close()
+
+
+# --- only our groups ------------------------------------------------------------------------
+
+
+def scheduled_by(p: Any, scheduler: str) -> Any:
+    return p.model_copy(update={"spec": p.spec.model_copy(update={"scheduler_name": scheduler})})
+
+
+async def test_a_group_whose_pods_all_name_another_scheduler_is_left_alone() -> None:
+    clock = FakeClock(start=100.0)
+    patches = Patches()
+    controller = PodGroupStatusController(
+        patches, clock, min_interval=1.0, ours=lambda name: name == "troupe-scheduler"
+    )
+    try:
+        controller.on_group_add(group(2))
+        for name in ("a", "b"):
+            controller.on_pod_add(scheduled_by(pod(name), "default-scheduler"))
+        await settle()
+        clock.advance(5.0)
+        await settle()
+        assert patches.bodies == []
+        # One member of ours makes it our group to report.
+        controller.on_pod_add(scheduled_by(pod("c"), "troupe-scheduler"))
+        clock.advance(1.0)
+        await settle()
+        assert patches.phases() == ["Scheduling"]
+    finally:
+        await controller.close()
+
+
+async def test_a_pod_that_joins_a_native_group_is_not_counted_by_its_label(ctl: Ctl) -> None:
+    controller, patches, clock = ctl
+    controller.on_group_add(group(1))
+    both = pod("both", "Running")
+    both = both.model_copy(
+        update={
+            "spec": both.spec.model_copy(
+                update={"scheduling_group": SchedulingGroup(pod_group_name="native")}
+            )
+        }
+    )
+    controller.on_pod_add(both)
+    clock.advance(1.0)
+    await settle()
+    assert patches.bodies == [{"phase": "Pending", "running": 0, "succeeded": 0, "failed": 0}]

@@ -22,18 +22,28 @@ can re-check gating (KEP-5832 "EventsToRegister": PodGroup created).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeAlias
+from collections.abc import Callable, Mapping
+from typing import TypeAlias, TypeVar
 
 import structlog
 
-from troupe.api.gangapi import GroupObject, PodGroup, WorkloadTemplates, api_of, parse_time
+from troupe.api.gangapi import (
+    NATIVE_POD_GROUPS,
+    TEMPLATES_OBJECTS,
+    GroupObject,
+    NativePodGroup,
+    TemplatesObject,
+    V1beta1PodGroup,
+    api_of,
+    parse_time,
+)
 from troupe.api.gangapi_policy import PriorityLookup, policy_of
 from troupe.api.gangs import GangApi, GangPolicy, GroupKey, GroupProblem, GroupRef, group_ref_of
 from troupe.api.objects import Pod, PodKey
 
 log = structlog.get_logger("troupe.gangs")
 
+_K = TypeVar("_K", str, int)
 ChangeCallback: TypeAlias = Callable[[GroupRef], None]
 _ObjectKey: TypeAlias = tuple[GangApi, str]  # (api, "namespace/name")
 
@@ -58,8 +68,9 @@ class GangDirectory:
     def __init__(self, priority_of: PriorityLookup | None = None) -> None:
         self._priority_of = priority_of
         self._objects: dict[_ObjectKey, GroupObject] = {}
-        # v1alpha2 Workloads by "namespace/name": the templates PodGroups refer to.
-        self._templates: dict[str, WorkloadTemplates] = {}
+        # Workloads (v1alpha2 or v1beta1) by "namespace/name": the templates PodGroups
+        # refer to.
+        self._templates: dict[str, TemplatesObject] = {}
         # Every ref asked or told about, by the object it points at, until forgotten.
         self._refs: dict[_ObjectKey, dict[GroupKey, GroupRef]] = {}
         self._verdicts: dict[GroupKey, GangPolicy | GroupProblem] = {}
@@ -71,9 +82,14 @@ class GangDirectory:
         self._members: dict[GroupKey, dict[PodKey, str]] = {}
         self._group_of_member: dict[PodKey, GroupRef] = {}
         self._schedulers: dict[GroupKey, dict[str, int]] = {}
+        # Standalone PodGroups (KEP-4671 1.37: members share the group's priority):
+        # each member's priority, and per group how many members have each value.
+        self._member_priority: dict[GroupKey, dict[PodKey, int]] = {}
+        self._priorities: dict[GroupKey, dict[int, int]] = {}
         # Members that ran to completion (Succeeded or Failed): the gang started.
         self._finished: dict[GroupKey, set[PodKey]] = {}
         self._callbacks: list[ChangeCallback] = []
+        self._watched: dict[GangApi, str] = {}
 
     # --- group objects (from the informers) ---------------------------------------------
 
@@ -81,7 +97,7 @@ class GangDirectory:
         """An object of ``api`` was added or updated."""
         if api_of(obj) is not api:
             raise ValueError(f"{type(obj).__name__} is not an object of {api.value}")
-        if isinstance(obj, WorkloadTemplates):
+        if isinstance(obj, TEMPLATES_OBJECTS):
             self.upsert_templates(obj)
             return
         m = obj.metadata
@@ -103,8 +119,8 @@ class GangDirectory:
         for ref in self.refs_for_object(api, namespace, name):
             self._forget_if_unused(ref)
 
-    def upsert_templates(self, wl: WorkloadTemplates) -> None:
-        """A v1alpha2 Workload was added or updated: PodGroups that take their policy
+    def upsert_templates(self, wl: TemplatesObject) -> None:
+        """A template Workload was added or updated: PodGroups that take their policy
         from one of its templates are re-evaluated (and their groups notified)."""
         m = wl.metadata
         key = f"{m.namespace}/{m.name}"
@@ -114,31 +130,42 @@ class GangDirectory:
             self._templates_changed(m.namespace, m.name)
 
     def remove_templates(self, namespace: str, name: str) -> None:
-        """A v1alpha2 Workload was deleted."""
+        """A template Workload was deleted."""
         if self._templates.pop(f"{namespace}/{name}", None) is not None:
             self._templates_changed(namespace, name)
 
     def _templates_changed(self, namespace: str, workload: str) -> None:
         for (api, object_key), obj in list(self._objects.items()):
-            if not isinstance(obj, PodGroup) or obj.metadata.namespace != namespace:
+            if not isinstance(obj, NATIVE_POD_GROUPS) or obj.metadata.namespace != namespace:
                 continue
-            template_ref = obj.spec.pod_group_template_ref
-            if template_ref is not None and template_ref.workload_name == workload:
+            if _template_workload(obj) == workload:
                 self._invalidate((api, object_key))
                 self._notify(api, namespace, obj.metadata.name)
 
-    def _template_of(self, namespace: str, name: str) -> WorkloadTemplates | None:
+    def _template_of(self, namespace: str, name: str) -> TemplatesObject | None:
         return self._templates.get(f"{namespace}/{name}")
 
     def get(self, api: GangApi, namespace: str, name: str) -> GroupObject | None:
         """The object as last seen (the v1alpha2 PodGroup's conditions, for status)."""
         return self._objects.get(_object_key(api, namespace, name))
 
+    def api_version(self, ref: GroupRef) -> str:
+        """The version ``ref``'s objects are read at: the object's own when it exists,
+        else the version watched for its API (``watch_versions``), else the API's."""
+        obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
+        if obj is not None:
+            return obj.api_version
+        return self._watched.get(ref.api, ref.api.value)
+
+    def watch_versions(self, versions: Mapping[GangApi, str]) -> None:
+        """Which version of each API the informers watch (from discovery)."""
+        self._watched = dict(versions)
+
     def priority_classes_changed(self) -> None:
         """A PriorityClass was added, changed or removed: PodGroups that take their
         priority from a class name are re-evaluated (and their groups notified)."""
         for (api, object_key), obj in list(self._objects.items()):
-            if isinstance(obj, PodGroup) and obj.spec.priority_class_name:
+            if isinstance(obj, NATIVE_POD_GROUPS) and obj.spec.priority_class_name:
                 self._invalidate((api, object_key))
                 self._notify(api, obj.metadata.namespace, obj.metadata.name)
 
@@ -212,6 +239,7 @@ class GangDirectory:
         members = self._members.setdefault(ref.key, {})
         scheduler = pod.spec.scheduler_name
         before = members.get(key)
+        self._priority_seen(ref, key, pod.spec.priority or 0)
         if before == scheduler:
             return
         members[key] = scheduler
@@ -254,6 +282,7 @@ class GangDirectory:
     def _drop_member(self, pod_key: PodKey) -> None:
         ref = self._group_of_member.pop(pod_key)
         self._discard_finished(ref.key, pod_key)
+        self._priority_gone(ref, pod_key)
         members = self._members.get(ref.key)
         if members is None or (scheduler := members.pop(pod_key, None)) is None:
             return
@@ -273,6 +302,40 @@ class GangDirectory:
         if distinct_before > 1 or len(self._schedulers.get(ref.key, ())) > 1:
             self._notify_ref(ref)
 
+    def _priority_seen(self, ref: GroupRef, pod_key: PodKey, priority: int) -> None:
+        if ref.api is not GangApi.POD_GROUP:
+            return
+        priorities = self._member_priority.setdefault(ref.key, {})
+        before = priorities.get(pod_key)
+        if before == priority:
+            return
+        priorities[pod_key] = priority
+        counts = self._priorities.setdefault(ref.key, {})
+        values = set(counts)
+        if before is not None:
+            _decrement(counts, before)
+        counts[priority] = counts.get(priority, 0) + 1
+        self._priorities_changed(ref, values)
+
+    def _priority_gone(self, ref: GroupRef, pod_key: PodKey) -> None:
+        priorities = self._member_priority.get(ref.key)
+        if priorities is None or (priority := priorities.pop(pod_key, None)) is None:
+            return
+        counts = self._priorities[ref.key]
+        values = set(counts)
+        _decrement(counts, priority)
+        if not priorities:
+            del self._member_priority[ref.key]
+            del self._priorities[ref.key]
+        self._priorities_changed(ref, values)
+
+    def _priorities_changed(self, ref: GroupRef, values_before: set[int]) -> None:
+        """A priority value appeared among the members or left them: the members
+        problem may have come or gone, so the queue hears about the group."""
+        if set(self._priorities.get(ref.key, ())) != values_before:
+            self._member_problems.pop(ref.key, None)
+            self._notify_ref(ref)
+
     def _forget_if_unused(self, ref: GroupRef) -> None:
         """Forget a group once its object and all its pods are gone."""
         if ref.key in self._members:
@@ -282,26 +345,64 @@ class GangDirectory:
         self.forget(ref)
 
     def _members_problem(self, ref: GroupRef) -> GroupProblem | None:
-        """Every member must name the same scheduler: the pods of one gang are placed
-        in one cycle of one profile, and a member left to another scheduler would be
-        placed without its gang."""
-        counts = self._schedulers.get(ref.key)
-        if counts is None or len(counts) < 2:
-            return None
+        """The members break a rule of upstream's pod-group cycle (``validatePodGroup``),
+        which fails the group with ``SchedulerError``: every member must name the same
+        scheduler (the pods of one gang are placed in one cycle of one profile, and a
+        member left to another scheduler would be placed without its gang), and the
+        members of a standalone PodGroup must have the group's priority."""
         found = self._member_problems.get(ref.key)
         if found is not None:
             return found
+        found = self._schedulers_problem(ref) or self._priority_problem(ref)
+        if found is not None:
+            self._member_problems[ref.key] = found
+        return found
+
+    def _schedulers_problem(self, ref: GroupRef) -> GroupProblem | None:
+        counts = self._schedulers.get(ref.key)
+        if counts is None or len(counts) < 2:
+            return None
         by_scheduler: dict[str, list[str]] = {}
         for pod_key, scheduler in self._members[ref.key].items():
             by_scheduler.setdefault(scheduler, []).append(pod_key.partition("/")[2])
-        found = GroupProblem(
+        return GroupProblem(
             ref,
             "spec.schedulerName",
-            "pods of one group must name the same scheduler, got "
-            + ", ".join(_describe(s, names) for s, names in sorted(by_scheduler.items())),
+            "all pods in a single pod group should have the same .spec.schedulerName set, "
+            "got "
+            + ", ".join(_describe(f'"{s}"', names) for s, names in sorted(by_scheduler.items())),
+            outcome="SchedulerError",
         )
-        self._member_problems[ref.key] = found
-        return found
+
+    def _priority_problem(self, ref: GroupRef) -> GroupProblem | None:
+        """Upstream compares each member with the group's priority, which admission
+        always fills in; where the group has none (no class, no admission), troupe
+        compares the members with each other."""
+        counts = self._priorities.get(ref.key)
+        if not counts:
+            return None
+        verdict = self._verdict(ref)
+        group_priority = verdict.priority if isinstance(verdict, GangPolicy) else None
+        if len(counts) < 2 and (group_priority is None or group_priority in counts):
+            return None
+        by_priority: dict[int, list[str]] = {}
+        for pod_key, priority in self._member_priority[ref.key].items():
+            by_priority.setdefault(priority, []).append(pod_key.partition("/")[2])
+        message = (
+            "all pods in a single pod group should have the same priority as the pod "
+            "group's priority, got "
+            + ", ".join(_describe(str(p), names) for p, names in sorted(by_priority.items()))
+        )
+        if group_priority is not None:
+            message += f"; the pod group's priority is {group_priority}"
+        obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
+        return GroupProblem(
+            ref,
+            "spec.priority",
+            message,
+            api_version=obj.api_version if obj is not None else "",
+            outcome="SchedulerError",
+        )
 
     # --- refs and change notification -------------------------------------------------------
 
@@ -358,6 +459,8 @@ class GangDirectory:
     def _invalidate(self, key: _ObjectKey) -> None:
         for group_key in self._refs.get(key, {}):
             self._verdicts.pop(group_key, None)
+            # The priority rule compares the members with the object's priority.
+            self._member_problems.pop(group_key, None)
 
     def _notify(self, api: GangApi, namespace: str, name: str) -> None:
         refs = self.refs_for_object(api, namespace, name) or [GroupRef(api, namespace, name)]
@@ -378,7 +481,15 @@ class GangDirectory:
                 )
 
 
-def _decrement(counts: dict[str, int], name: str) -> None:
+def _template_workload(obj: NativePodGroup) -> str:
+    """The Workload whose template a standalone PodGroup names ("" for none)."""
+    if isinstance(obj, V1beta1PodGroup):
+        return obj.spec.workload_ref.workload_name if obj.spec.workload_ref else ""
+    ref = obj.spec.pod_group_template_ref
+    return ref.workload_name if ref is not None else ""
+
+
+def _decrement(counts: dict[_K, int], name: _K) -> None:
     left = counts[name] - 1
     if left:
         counts[name] = left
@@ -386,8 +497,8 @@ def _decrement(counts: dict[str, int], name: str) -> None:
         del counts[name]
 
 
-def _describe(scheduler_name: str, pod_names: list[str]) -> str:
+def _describe(value: str, pod_names: list[str]) -> str:
     shown = sorted(pod_names)[:_NAMES_SHOWN]
     more = len(pod_names) - len(shown)
     listed = ", ".join(shown) + (f" and {more} more" if more else "")
-    return f'"{scheduler_name}" ({listed})'
+    return f"{value} ({listed})"

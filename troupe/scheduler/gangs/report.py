@@ -8,8 +8,9 @@ for the API):
   ``FailedScheduling`` event on it (the kube client aggregates repeats and rate
   limits them per object, as client-go's event broadcaster does);
 - a ``FailedScheduling`` event on the group object;
-- the ``PodGroupScheduled`` condition of a v1alpha2 PodGroup, never turned from
-  True back to False (``pod_group_scheduled_condition``).
+- the ``PodGroupScheduled`` condition of a v1alpha2 PodGroup, or
+  ``PodGroupInitiallyScheduled`` of a v1beta1 one, never turned from True back to
+  False (``pod_group_scheduled_condition``).
 
 The pod-group cycle (``troupe.scheduler.gangs.group_cycle``) reports its attempts with it,
 and ``troupe.scheduler.gangs.timeouts`` reports gangs held back by their gate (bad
@@ -23,7 +24,7 @@ from typing import Final
 
 from troupe.api.client import Event, ObjectRef
 from troupe.api.clock import Clock
-from troupe.api.gangapi import PodGroup, ScheduledOutcome
+from troupe.api.gangapi import NATIVE_POD_GROUPS, ScheduledOutcome, scheduled_condition_type
 from troupe.api.gangs import GangApi, GroupRef
 from troupe.api.objects import Pod, PodCondition
 from troupe.api.podinfo import PodInfo
@@ -43,9 +44,10 @@ REASON_SCHEDULER_ERROR: Final = "SchedulerError"
 _CONDITION_MESSAGE_LIMIT: Final = 32768
 
 
-def group_object_ref(ref: GroupRef) -> ObjectRef:
-    """The group's API object, as an event's ``regarding``."""
-    return ObjectRef(ref.kind, ref.namespace, ref.name, "", ref.api.value)
+def group_object_ref(ref: GroupRef, api_version: str = "") -> ObjectRef:
+    """The group's API object, as an event's ``regarding`` (at ``api_version``,
+    default the API's own)."""
+    return ObjectRef(ref.kind, ref.namespace, ref.name, "", api_version or ref.api.value)
 
 
 class GangReporter:
@@ -80,33 +82,46 @@ class GangReporter:
     def group_event(self, ref: GroupRef, message: str) -> None:
         """A ``FailedScheduling`` event on the group object."""
         self._writer.event(
-            Event(group_object_ref(ref), "Warning", "FailedScheduling", "Scheduling", message)
+            Event(
+                group_object_ref(ref, self._groups.api_version(ref)),
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                message,
+            )
         )
 
     def warning(self, ref: GroupRef, reason: str, action: str, message: str) -> None:
         """A ``Warning`` event with ``reason`` on the group object."""
-        self._writer.event(Event(group_object_ref(ref), "Warning", reason, action, message))
+        regarding = group_object_ref(ref, self._groups.api_version(ref))
+        self._writer.event(Event(regarding, "Warning", reason, action, message))
 
     def pod_warning(self, pod: Pod, reason: str, action: str, message: str) -> None:
         """A ``Warning`` event with ``reason`` on a member."""
         self._writer.event(Event(ObjectRef.of_pod(pod), "Warning", reason, action, message))
 
     def group_condition(self, ref: GroupRef, outcome: ScheduledOutcome, message: str) -> None:
-        """``PodGroupScheduled`` on a v1alpha2 PodGroup (the only kind with
-        conditions); never True -> False, and nothing written when nothing changes."""
+        """``PodGroupScheduled`` on a v1alpha2 PodGroup, ``PodGroupInitiallyScheduled``
+        on a v1beta1 one (the only kinds with conditions), at the version the object
+        was read; never True -> False, and nothing written when nothing changes."""
         if ref.api is not GangApi.POD_GROUP:
             return
         obj = self._groups.get(ref.api, ref.namespace, ref.name)
-        if not isinstance(obj, PodGroup):
+        if not isinstance(obj, NATIVE_POD_GROUPS):
             return
         previous = list(obj.status.conditions)
         conditions = pod_group_scheduled_condition(
-            previous, outcome, message[:_CONDITION_MESSAGE_LIMIT], self._clock.wall()
+            previous,
+            outcome,
+            message[:_CONDITION_MESSAGE_LIMIT],
+            self._clock.wall(),
+            scheduled_condition_type(obj.api_version),
         )
         if conditions == previous:
             return
         self._writer.merge_patch(
-            status_path(ref.api, ref.namespace, ref.name), conditions_patch(conditions)
+            status_path(ref.api, ref.namespace, ref.name, obj.api_version),
+            conditions_patch(conditions),
         )
         # Kept as written until the informer brings the server's copy: the next
         # outcome must see this one (a True condition is never turned False).

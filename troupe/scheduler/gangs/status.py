@@ -1,5 +1,6 @@
-"""Group status troupe writes: the scheduler-plugins PodGroup ``status`` and the
-v1alpha2 PodGroup ``PodGroupScheduled`` condition.
+"""Group status troupe writes: the scheduler-plugins PodGroup ``status``, the
+v1alpha2 PodGroup ``PodGroupScheduled`` and the v1beta1 ``PodGroupInitiallyScheduled``
+condition.
 
 - ``coscheduling_status(pg, pods, now)``: the PodGroup status as a pure function of
   the object, its member pods and the time, following scheduler-plugins'
@@ -31,6 +32,7 @@ from troupe.api.gangapi import (
     PHASE_RUNNING,
     PHASE_SCHEDULING,
     PLURAL_OF,
+    POD_GROUP_INITIALLY_SCHEDULED,
     POD_GROUP_SCHEDULED,
     Condition,
     CoschedulingPodGroup,
@@ -38,7 +40,7 @@ from troupe.api.gangapi import (
     ScheduledOutcome,
     parse_time,
 )
-from troupe.api.gangs import POD_GROUP_LABEL, GangApi
+from troupe.api.gangs import POD_GROUP_LABEL, GangApi, group_ref_of
 from troupe.api.objects import Pod, PodKey
 from troupe.api.tasks import TaskSupervisor
 from troupe.kube.client import custom_object_path, rfc3339
@@ -53,9 +55,10 @@ _TERMINAL: Final = (PHASE_FINISHED, PHASE_FAILED)
 _MAX_STEPS: Final = 6
 
 
-def status_path(api: GangApi, namespace: str, name: str) -> str:
-    """The ``status`` subresource of a group object."""
-    group, version = api.value.split("/")
+def status_path(api: GangApi, namespace: str, name: str, api_version: str = "") -> str:
+    """The ``status`` subresource of a group object (at ``api_version``, default the
+    API's own)."""
+    group, version = (api_version or api.value).split("/")
     return custom_object_path(
         group, version, PLURAL_OF[api], name, namespace=namespace, subresource="status"
     )
@@ -167,7 +170,14 @@ class PodGroupStatusController:
 
     Members are the pods labelled ``scheduling.x-k8s.io/pod-group`` in the group's
     namespace, as upstream's controller selects them (upstream lists across all
-    namespaces; a group is namespaced, so troupe does not).
+    namespaces; a group is namespaced, so troupe does not), except a pod that names a
+    group of a newer API too: it joins that group (``group_ref_of``) and this one does
+    not count it.
+
+    With ``ours`` (whether a scheduler name is one of troupe's profiles), a group's
+    status is written only while one of its members names one of troupe's profiles:
+    a group whose pods are all left to another scheduler is that scheduler's (or the
+    scheduler-plugins controller's) to report, and two writers would fight.
 
     The informer handlers call ``on_pod_add/update/delete`` with every pod (members
     are picked by label) and ``on_group_add/update/delete`` with every
@@ -184,8 +194,10 @@ class PodGroupStatusController:
         min_interval: float = 1.0,
         max_backoff: float = 30.0,
         synced: Callable[[], bool] | None = None,
+        ours: Callable[[str], bool] | None = None,
     ) -> None:
         self._patch = patch
+        self._ours = ours
         # Nothing is written before the pod and group informers have listed: a group
         # seen before its pods would read as Pending (controller-runtime likewise
         # reconciles only after WaitForCacheSync).
@@ -212,7 +224,7 @@ class PodGroupStatusController:
     # one label lookup per event.
 
     def on_pod_add(self, pod: Pod) -> None:
-        name = pod.metadata.labels.get(POD_GROUP_LABEL)
+        name = _member_of(pod)
         if not name:
             return
         key = _key(pod.metadata.namespace, name)
@@ -220,8 +232,8 @@ class PodGroupStatusController:
         self._mark(key)
 
     def on_pod_update(self, old: Pod, new: Pod) -> None:
-        old_name = old.metadata.labels.get(POD_GROUP_LABEL)
-        new_name = new.metadata.labels.get(POD_GROUP_LABEL)
+        old_name = _member_of(old)
+        new_name = _member_of(new)
         if not old_name and not new_name:
             return
         old_key = _key(old.metadata.namespace, old_name) if old_name else None
@@ -240,7 +252,7 @@ class PodGroupStatusController:
             self._mark(new_key)
 
     def on_pod_delete(self, pod: Pod) -> None:
-        name = pod.metadata.labels.get(POD_GROUP_LABEL)
+        name = _member_of(pod)
         if not name:
             return
         key = _key(pod.metadata.namespace, name)
@@ -286,6 +298,11 @@ class PodGroupStatusController:
             return None
         return self._compute(key, pg)
 
+    def _is_ours(self, key: str) -> bool:
+        if self._ours is None:
+            return True
+        return any(self._ours(p.spec.scheduler_name) for p in self._members.get(key, {}).values())
+
     @property
     def pending(self) -> int:
         """Groups with a write waiting or in flight."""
@@ -326,7 +343,7 @@ class PodGroupStatusController:
 
     async def _sync(self, key: str) -> None:
         pg = self._groups.get(key)
-        if pg is None:
+        if pg is None or not self._is_ours(key):
             return
         written = self._written.get(key)
         base = written[0] if written is not None else pg.status
@@ -364,6 +381,15 @@ class PodGroupStatusController:
             self._written[key] = (status, _resource_version(reply))
 
 
+def _member_of(pod: Pod) -> str:
+    """The scheduler-plugins group ``pod`` counts for ("" for none)."""
+    name = pod.metadata.labels.get(POD_GROUP_LABEL)
+    if not name:
+        return ""
+    ref = group_ref_of(pod)
+    return name if ref is not None and ref.api is GangApi.COSCHEDULING else ""
+
+
 def _key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
@@ -382,24 +408,32 @@ def _resource_version(reply: object) -> str:
 
 
 def pod_group_scheduled_condition(
-    previous: Sequence[Condition], outcome: ScheduledOutcome, message: str, now: float
+    previous: Sequence[Condition],
+    outcome: ScheduledOutcome,
+    message: str,
+    now: float,
+    condition_type: str = POD_GROUP_SCHEDULED,
 ) -> list[Condition]:
-    """``previous`` with ``PodGroupScheduled`` set for ``outcome`` (True for
+    """``previous`` with ``condition_type`` (``PodGroupScheduled`` of v1alpha2,
+    ``PodGroupInitiallyScheduled`` of v1beta1) set for ``outcome`` (True for
     Scheduled, False otherwise; reason = outcome). The transition time moves only
     when the status does. A True condition is never turned False: once a group has
     been scheduled, a later failed attempt (say, of a replacement member) does not
     say it was not, as upstream's 1.36 pod-group cycle; ``previous`` comes back
-    unchanged then, and when nothing would change."""
+    unchanged then, and when nothing would change. ``PodGroupInitiallyScheduled`` is
+    terminal once True (1.37): it is not touched again at all."""
     status = "True" if outcome == "Scheduled" else "False"
-    current = next((c for c in previous if c.type == POD_GROUP_SCHEDULED), None)
+    current = next((c for c in previous if c.type == condition_type), None)
     if current is not None:
-        if current.status == "True" and status == "False":
+        if current.status == "True" and (
+            status == "False" or condition_type == POD_GROUP_INITIALLY_SCHEDULED
+        ):
             return list(previous)
         if (current.status, current.reason, current.message) == (status, outcome, message):
             return list(previous)
     keep_time = current is not None and current.status == status and current.last_transition_time
     condition = Condition(
-        type=POD_GROUP_SCHEDULED,
+        type=condition_type,
         status=status,
         reason=outcome,
         message=message,
@@ -409,7 +443,7 @@ def pod_group_scheduled_condition(
     )
     if current is None:
         return [*previous, condition]
-    return [condition if c.type == POD_GROUP_SCHEDULED else c for c in previous]
+    return [condition if c.type == condition_type else c for c in previous]
 
 
 def conditions_patch(conditions: Sequence[Condition]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from typing import Final
 import structlog
 
 from troupe.api.clock import Clock
+from troupe.api.gangapi import ScheduledOutcome
 from troupe.api.gangs import GroupKey, GroupRef
 from troupe.queue import GANG_SCHEDULING, MIN_COUNT_MESSAGE, missing_group_message
 from troupe.queue.entity import QueuedGroupInfo
@@ -140,7 +141,12 @@ class GangTimeouts:
                 not told.message or now - told.told_at >= self.retell_interval
             ):
                 told.message, told.told_at, told.pods = message, now, set()
-                self.report.group_condition(entity.ref, "Unschedulable", message)
+                # Members breaking upstream's pod-group rules fail the group with
+                # SchedulerError, as upstream's cycle does; bad input is Unschedulable.
+                problem = self.groups.problem(entity.ref) if kind == "problem" else None
+                member_rule = problem is not None and problem.outcome == "SchedulerError"
+                outcome: ScheduledOutcome = "SchedulerError" if member_rule else "Unschedulable"
+                self.report.group_condition(entity.ref, outcome, message)
                 if kind != "missing":
                     self.report.group_event(entity.ref, message)
             for info in entity.members.values():
@@ -157,7 +163,10 @@ class GangTimeouts:
         ref = entity.ref
         policy = self.groups.policy(ref)
         if policy is None:
-            return "missing", f"gang {ref.display}: {_missing_reason(ref)}"
+            return (
+                "missing",
+                f"gang {ref.display}: {_missing_reason(ref, self.groups.api_version(ref))}",
+            )
         problem = self.groups.problem(ref)
         if problem is not None:
             return "problem", str(problem)
@@ -178,7 +187,7 @@ class GangTimeouts:
         policy = self.groups.policy(ref)
         problem = self.groups.problem(ref) if policy is not None else None
         if policy is None:
-            message += _missing_reason(ref)
+            message += _missing_reason(ref, self.groups.api_version(ref))
         elif problem is not None:
             message += str(problem)
         else:
@@ -192,8 +201,8 @@ class GangTimeouts:
         log.info("gang schedule timeout", group=ref.key, timeout=timeout, placed=placed)
 
 
-def _missing_reason(ref: GroupRef) -> str:
+def _missing_reason(ref: GroupRef, version: str = "") -> str:
     return (
-        f"{missing_group_message(ref)}: no {ref.kind} {ref.api.value} {ref.object_key} "
+        f"{missing_group_message(ref)}: no {ref.kind} {version or ref.api.value} {ref.object_key} "
         f"exists (named by the pods' {ref.member_field})"
     )

@@ -101,7 +101,7 @@ class SchedulerDaemon:
         self.informers: SharedInformers | None = None
         self.client: KubeClient | None = None
         self.status_controller: PodGroupStatusController | None = None
-        self.gang_apis: set[GangApi] = set()
+        self.gang_apis: dict[GangApi, str] = {}
         self._api: object | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self.server_version = ""
@@ -164,6 +164,7 @@ class SchedulerDaemon:
             self.clock,
             supervisor=self.tasks,
             synced=lambda: informers is not None and informers.has_synced,
+            ours=self.scheduler.owns,
         )
         handlers = ClusterEventHandlers(self.scheduler, pod_listener=self.status_controller)
         informers = SharedInformers(
@@ -196,6 +197,7 @@ class SchedulerDaemon:
             on_update=group_updated,
             on_delete=group_deleted,
         )
+        directory.watch_versions(self.gang_apis)
         informers.start(self.tasks)
         self.tasks.spawn(self.client.run(), name="event series")
         if not await self.informers.wait_for_sync(self.sync_timeout):
@@ -212,7 +214,7 @@ class SchedulerDaemon:
             serverVersion=self.server_version,
             nodes=self.scheduler.cache.node_count,
             profiles=[p.scheduler_name for p in self.config.profiles],
-            gangApis=sorted(a.value for a in self.gang_apis),
+            gangApis=sorted(self.gang_apis.values()),
         )
         self._loop_task = asyncio.get_running_loop().create_task(
             self.scheduler.run(), name="schedule_one loop"

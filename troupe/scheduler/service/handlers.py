@@ -10,8 +10,9 @@ schedulers are ignored unless assigned (they consume node capacity). Terminal po
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Protocol
 
+from troupe.api.client import Event, ObjectRef
 from troupe.api.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -24,10 +25,13 @@ from troupe.api.events import (
     ClusterEvent,
     Resource,
 )
-from troupe.api.gangapi import GroupObject, WorkloadTemplates
-from troupe.api.gangs import GangApi, group_ref_of
+from troupe.api.gangapi import TEMPLATES_OBJECTS, GroupObject
+from troupe.api.gangs import GangApi, GroupRef, group_ref_of, group_refs_of
 from troupe.api.objects import Namespace, Node, Pod
 from troupe.scheduler.loop.schedule_one import Scheduler
+
+# The Warning event's reason on a pod that names groups in two APIs.
+POD_IN_TWO_GROUPS: Final = "PodGroupConflict"
 
 
 def node_update_event(old: Node, new: Node) -> ClusterEvent | None:
@@ -66,9 +70,30 @@ class ClusterEventHandlers:
 
     # --- pods --------------------------------------------------------------------
 
+    def _warn_if_in_two_groups(self, pod: Pod) -> None:
+        """A pending pod of ours that names groups in two APIs joins one of them
+        (``group_ref_of``): it is told which, so a mistake does not go unseen."""
+        refs = group_refs_of(pod)
+        if len(refs) < 2 or pod.spec.node_name or not self._s.owns(pod.spec.scheduler_name):
+            return
+        groups = self._s.groups
+
+        def named(ref: GroupRef) -> str:
+            version = groups.api_version(ref)
+            return f"{ref.kind} {version} {ref.display} ({ref.member_field})"
+
+        winner, *losers = refs
+        message = f"pod names groups in {len(refs)} APIs: it joins {named(winner)}; " + "; ".join(
+            f"{named(ref)} does not count it" for ref in losers
+        )
+        self._s.writer.event(
+            Event(ObjectRef.of_pod(pod), "Warning", POD_IN_TWO_GROUPS, "Scheduling", message)
+        )
+
     def on_pod_add(self, pod: Pod) -> None:
         s = self._s
         s.groups.pod_seen(pod)
+        self._warn_if_in_two_groups(pod)
         if self._pods is not None:
             self._pods.on_pod_add(pod)
         if pod.spec.node_name:
@@ -93,6 +118,8 @@ class ClusterEventHandlers:
         if old.metadata.uid != new.metadata.uid:
             s.groups.pod_gone(old)
         s.groups.pod_seen(new)
+        if group_refs_of(old) != group_refs_of(new):
+            self._warn_if_in_two_groups(new)
         if new.spec.node_name:
             if new.is_terminal:
                 self._assigned_pod_gone(new)
@@ -196,22 +223,22 @@ class ClusterEventHandlers:
 
     # --- pod groups (any of the three gang APIs) ---------------------------------------
 
-    # A v1alpha2 Workload only holds templates: the directory re-evaluates the
+    # A template Workload (v1alpha2 or v1beta1) only holds templates: the directory re-evaluates the
     # PodGroups that use them and the queue hears about those groups.
 
     def on_group_add(self, api: GangApi, obj: GroupObject) -> None:
         self._s.groups.upsert(api, obj)
-        if not isinstance(obj, WorkloadTemplates):
+        if not isinstance(obj, TEMPLATES_OBJECTS):
             self._s.queue.on_event(POD_GROUP_ADD, None, obj)
 
     def on_group_update(self, api: GangApi, old: GroupObject, new: GroupObject) -> None:
         self._s.groups.upsert(api, new)
-        if not isinstance(new, WorkloadTemplates):
+        if not isinstance(new, TEMPLATES_OBJECTS):
             self._s.queue.on_event(POD_GROUP_UPDATE, old, new)
 
     def on_group_delete(self, api: GangApi, obj: GroupObject) -> None:
         meta = obj.metadata
-        if isinstance(obj, WorkloadTemplates):
+        if isinstance(obj, TEMPLATES_OBJECTS):
             self._s.groups.remove_templates(meta.namespace, meta.name)
             return
         self._s.groups.remove(api, meta.namespace, meta.name)

@@ -11,6 +11,9 @@ One kind may be served at several (group, version)s over one storage:
   ``series``, ``reportingInstance``, ``action``, ``reason``, ``related`` and ``type`` are
   the same in both). Field selectors of the events.k8s.io view are translated to the
   core field labels before they are matched against stored objects.
+* The native ``podgroups`` and ``workloads`` of ``scheduling.k8s.io`` are stored in the
+  ``v1beta1`` shape and shown at ``v1alpha2`` through ``podgroup_conversion`` (Kubernetes
+  1.37 serves one object at every enabled version of its resource).
 * CRDs served at several versions share storage with conversion strategy ``None``: only
   ``apiVersion`` is rewritten.
 
@@ -23,6 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from troupe.sim.apiserver.podgroup_conversion import (
+    pod_group_to_v1alpha2,
+    pod_group_to_v1beta1,
+    workload_identity,
+)
 from troupe.sim.apiserver.resources import ResourceType
 from troupe.sim.apiserver.selectors import FieldRequirement, FieldSelector
 
@@ -43,6 +51,28 @@ _EVENTS_TO_CORE: Final = {
 _CORE_TO_EVENTS: Final = {core: events for events, core in _EVENTS_TO_CORE.items()}
 _CORE_ONLY: Final = frozenset(_CORE_TO_EVENTS)
 _EVENTS_ONLY: Final = frozenset(_EVENTS_TO_CORE)
+
+
+SCHEDULING_GROUP: Final = "scheduling.k8s.io"
+# (group, plural, version) of a view stored in another version's shape -> (to the
+# stored shape, from the stored shape).
+_VERSIONED: Final[dict[tuple[str, str, str], tuple[Converter, Converter]]] = {
+    (SCHEDULING_GROUP, "podgroups", "v1alpha2"): (pod_group_to_v1beta1, pod_group_to_v1alpha2),
+    (SCHEDULING_GROUP, "workloads", "v1alpha2"): (workload_identity, workload_identity),
+}
+
+
+def _versioned(rt: ResourceType) -> tuple[Converter, Converter] | None:
+    return _VERSIONED.get((rt.group, rt.plural, rt.version))
+
+
+def _with_version(convert: Converter, api_version: str) -> Converter:
+    def view(obj: Obj) -> Obj:
+        out = convert(obj)
+        out["apiVersion"] = api_version
+        return out
+
+    return view
 
 
 def is_events_view(rt: ResourceType) -> bool:
@@ -70,19 +100,28 @@ def core_to_events(obj: Obj) -> Obj:
 
 def view_converter(rt: ResourceType) -> Converter | None:
     """How stored objects look through ``rt`` (None: only apiVersion may differ)."""
-    return core_to_events if is_events_view(rt) else None
+    if is_events_view(rt):
+        return core_to_events
+    versioned = _versioned(rt)
+    return _with_version(versioned[1], rt.api_version) if versioned is not None else None
 
 
 def to_view(rt: ResourceType, obj: Obj) -> Obj:
     if is_events_view(rt):
         return core_to_events(obj)
+    versioned = _versioned(rt)
+    if versioned is not None:
+        return _with_version(versioned[1], rt.api_version)(obj)
     if obj.get("apiVersion") != rt.api_version:
         return {**obj, "apiVersion": rt.api_version}
     return obj
 
 
 def to_storage(rt: ResourceType, obj: Obj) -> Obj:
-    return events_to_core(obj) if is_events_view(rt) else obj
+    if is_events_view(rt):
+        return events_to_core(obj)
+    versioned = _versioned(rt)
+    return versioned[0](obj) if versioned is not None else obj
 
 
 def storage_fields(rt: ResourceType, fields: FieldSelector) -> FieldSelector:

@@ -11,7 +11,10 @@ core v1 (``"pods"``), ``"<plural>.<group>"`` otherwise (``"podgroups.scheduling.
 and ``"<plural>.<version>.<group>"`` where one group serves the same plural at several
 versions with different schemas (the two built-in ``workloads.scheduling.k8s.io``).
 events.k8s.io/v1 Events share the core ``"events"`` storage (``shares_storage_of``); the
-alias ``"events.events.k8s.io"`` still resolves to their type.
+alias ``"events.events.k8s.io"`` still resolves to their type. The v1alpha2 Workload shares
+the v1beta1 Workload's storage, and both PodGroup versions share
+``"podgroups.scheduling.k8s.io"`` (``conversion.py`` converts); a kind key with a version
+(``"workloads.v1alpha2.scheduling.k8s.io"``) names that version's view.
 """
 
 from __future__ import annotations
@@ -226,8 +229,19 @@ BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
     ResourceType(
         "scheduling.k8s.io", "v1alpha1", "Workload", "workloads", True, versioned_key=True
     ),
+    # Kubernetes 1.37: one Workload and one PodGroup served at v1beta1 and v1alpha2,
+    # stored in the v1beta1 shape (the first registered version is the storage one).
+    ResourceType("scheduling.k8s.io", "v1beta1", "Workload", "workloads", True, versioned_key=True),
     ResourceType(
-        "scheduling.k8s.io", "v1alpha2", "Workload", "workloads", True, versioned_key=True
+        "scheduling.k8s.io",
+        "v1alpha2",
+        "Workload",
+        "workloads",
+        True,
+        shares_storage_of="workloads.v1beta1.scheduling.k8s.io",
+    ),
+    ResourceType(
+        "scheduling.k8s.io", "v1beta1", "PodGroup", "podgroups", True, subresources=("status",)
     ),
     ResourceType(
         "scheduling.k8s.io", "v1alpha2", "PodGroup", "podgroups", True, subresources=("status",)

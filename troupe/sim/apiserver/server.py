@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import logging
 import ssl
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -27,7 +28,7 @@ from troupe.sim.apiserver.events import dumps
 from troupe.sim.apiserver.faults import Faults
 from troupe.sim.apiserver.handlers import ResourceRequest, json_response
 from troupe.sim.apiserver.ledger import WriteLedger
-from troupe.sim.apiserver.strategies import new_store
+from troupe.sim.apiserver.strategies import WORKLOAD_VERSIONS, new_store
 from troupe.sim.apiserver.watch import TRUE_VALUES, WatchStreams, serve_watch
 from troupe.sim.kubeconfig import write_kubeconfig
 
@@ -59,14 +60,16 @@ class ApiServer:
         clock: Clock | None = None,
         ssl_context: ssl.SSLContext | None = None,
         token: str | None = None,
+        workload_versions: Iterable[str] = WORKLOAD_VERSIONS,
     ) -> None:
         """``ssl_context`` serves HTTPS; ``token`` requires ``Authorization: Bearer <token>``
         on every request but the health probes (a static-token authenticator, so clients'
-        credential handling can be checked end to end)."""
+        credential handling can be checked end to end); ``workload_versions``: which
+        ``scheduling.k8s.io`` versions of Workload and PodGroup are served."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
-        self.store = new_store(history=history, clock=clock)
+        self.store = new_store(history=history, clock=clock, workload_versions=workload_versions)
         self.streams = WatchStreams()
         self.faults = Faults(self.streams.drop_all, self.store.compact)
         self.url = ""

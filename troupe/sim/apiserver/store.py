@@ -104,6 +104,19 @@ class Store:
     def resolve(self, kind: str | ResourceType) -> ResourceType:
         return kind if isinstance(kind, ResourceType) else self.registry.resolve(kind)
 
+    def _version_of(self, kind: str | ResourceType, obj: Obj) -> ResourceType:
+        """The type a write goes through: for an in-process write naming a kind key, the
+        served version its ``apiVersion`` names (converted to the stored shape), else the
+        storage version. An HTTP write goes through its URL's version."""
+        rt = self.resolve(kind)
+        api_version = obj.get("apiVersion")
+        if isinstance(kind, ResourceType) or not api_version or api_version == rt.api_version:
+            return rt
+        for served in self.registry.versions_of(rt.key):
+            if served.api_version == api_version and served.kind == rt.kind:
+                return served
+        return rt
+
     def objects(self, rt: ResourceType) -> dict[str, Obj]:
         return self._objects.setdefault(rt.key, {})
 
@@ -218,7 +231,7 @@ class Store:
         self, kind: str | ResourceType, obj: Obj, namespace: str | None = None, *, copy: bool = True
     ) -> Obj:
         """Store a new object (``obj`` is taken over unless ``copy``); returns the stored one."""
-        rt = self.resolve(kind)
+        rt = self._version_of(kind, obj)
         obj = to_storage(rt, clone(obj) if copy else obj)
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
@@ -285,7 +298,7 @@ class Store:
         copy: bool = True,
     ) -> Obj:
         """PUT semantics: optimistic concurrency on metadata.resourceVersion when given."""
-        rt = self.resolve(kind)
+        rt = self._version_of(kind, obj)
         obj = to_storage(rt, clone(obj) if copy else obj)
         raw_meta = obj.get("metadata")
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}

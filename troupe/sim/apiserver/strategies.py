@@ -9,14 +9,16 @@
   NamesAccepted and Established at once. Deleting it deletes every custom object of the
   kind, ends open watches and stops serving it.
 
-``new_store`` builds a ``Store`` with these, the pod and the Event strategies and the
-disruption controller installed and the
-bootstrap objects (system namespaces, system PriorityClasses) created. ``ApiServer``
-calls it.
+``new_store`` builds a ``Store`` with these, the pod, Event, PodGroup and Workload
+strategies and the disruption controller installed and the bootstrap objects (system
+namespaces, system PriorityClasses) created; ``workload_versions`` picks which
+``scheduling.k8s.io`` versions of Workload and PodGroup it serves (a 1.35 or 1.36 cluster
+serves no v1beta1). ``ApiServer`` calls it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
 from troupe.api.clock import Clock
@@ -24,10 +26,13 @@ from troupe.sim.apiserver import errors
 from troupe.sim.apiserver.disruption import DisruptionController
 from troupe.sim.apiserver.event_strategy import EventStrategy
 from troupe.sim.apiserver.events import ADDED, DELETED, MODIFIED, WatchEvent
+from troupe.sim.apiserver.podgroup_strategy import PodGroupStrategy, WorkloadStrategy
 from troupe.sim.apiserver.pods import SYSTEM_PRIORITY_CLASSES, PodStrategy
 from troupe.sim.apiserver.resources import Registry, ResourceType
 from troupe.sim.apiserver.store import Obj, Store, Strategy
 
+# The versions of the native Workload and PodGroup a Kubernetes 1.37 cluster serves.
+WORKLOAD_VERSIONS: Final = ("v1alpha1", "v1alpha2", "v1beta1")
 SYSTEM_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
 _UNDELETABLE: Final = ("default", "kube-system", "kube-public")
 
@@ -170,9 +175,24 @@ class CRDStrategy(Strategy):
             store.registry.remove(t)
 
 
-def new_store(*, history: int = 10000, clock: Clock | None = None) -> Store:
+def new_store(
+    *,
+    history: int = 10000,
+    clock: Clock | None = None,
+    workload_versions: Iterable[str] = WORKLOAD_VERSIONS,
+) -> Store:
     """A store with every strategy installed and the bootstrap objects created."""
-    store = Store(Registry(), history=history, clock=clock)
+    registry = Registry()
+    wanted = set(workload_versions)
+    for rt in list(registry):
+        native = rt.group == "scheduling.k8s.io" and rt.kind in ("Workload", "PodGroup")
+        if native and rt.version not in wanted:
+            registry.remove(rt)
+    store = Store(registry, history=history, clock=clock)
+    for plural, strategy in (("podgroups", PodGroupStrategy()), ("workloads", WorkloadStrategy())):
+        for rt in store.registry:
+            if rt.group == "scheduling.k8s.io" and rt.plural == plural:
+                store.set_strategy(rt.key, strategy)
     store.set_strategy("pods", PodStrategy())
     store.set_strategy("namespaces", NamespaceStrategy())
     store.set_strategy("events", EventStrategy())
