@@ -66,6 +66,7 @@ async def test_group_discovery_prefers_ga_versions(http: Http) -> None:
     assert [v["version"] for v in scheduling["versions"]] == [
         "v1",
         "v1beta1",
+        "v1alpha3",
         "v1alpha2",
         "v1alpha1",
     ]

@@ -78,7 +78,7 @@ def forbidden(path: str, detail: str) -> Cause:
     return path, "FieldValueForbidden", f"Forbidden: {detail}"
 
 
-def _union(path: str, value: Any, members: tuple[str, ...]) -> tuple[list[Cause], str | None]:
+def union(path: str, value: Any, members: tuple[str, ...]) -> tuple[list[Cause], str | None]:
     """Exactly one member of a union set: (causes, the member set)."""
     names = ", ".join(f"`{m}`" for m in members)
     if not isinstance(value, dict):
@@ -96,7 +96,7 @@ def _union(path: str, value: Any, members: tuple[str, ...]) -> tuple[list[Cause]
 def _policy(path: str, policy: Any) -> tuple[list[Cause], str | None]:
     if policy is None:
         return [required(path)], None
-    causes, chosen = _union(path, policy, ("basic", "gang"))
+    causes, chosen = union(path, policy, ("basic", "gang"))
     if chosen == "gang":
         gang = policy["gang"]
         count = gang.get("minCount") if isinstance(gang, dict) else None
@@ -113,7 +113,7 @@ def _group_fields(path: str, spec: Obj, policy_kind: str | None) -> list[Cause]:
     causes: list[Cause] = []
     mode = spec.get("disruptionMode")
     if mode is not None:
-        found, chosen = _union(f"{path}.disruptionMode", mode, ("single", "all"))
+        found, chosen = union(f"{path}.disruptionMode", mode, ("single", "all"))
         causes += found
         if chosen == "all" and policy_kind == "basic":
             causes.append(
@@ -151,7 +151,7 @@ def _group_fields(path: str, spec: Obj, policy_kind: str | None) -> list[Cause]:
             if not isinstance(claim, dict) or not claim.get("name"):
                 causes.append(required(f"{at}.name"))
                 continue
-            causes += _union(at, claim, ("resourceClaimName", "resourceClaimTemplateName"))[0]
+            causes += union(at, claim, ("resourceClaimName", "resourceClaimTemplateName"))[0]
     constraints = spec.get("schedulingConstraints")
     topology = (constraints or {}).get("topology") or [] if isinstance(constraints, dict) else []
     if len(topology) > MAX_TOPOLOGY:
@@ -179,7 +179,7 @@ def _policy_update(path: str, new: Any, old: Any) -> list[Cause]:
     return causes
 
 
-def _immutable(path: str, new: Obj, old: Obj, fields: tuple[str, ...]) -> list[Cause]:
+def immutable(path: str, new: Obj, old: Obj, fields: tuple[str, ...]) -> list[Cause]:
     return [
         invalid(f"{path}.{name}", new.get(name), "field is immutable")
         for name in fields
@@ -187,7 +187,7 @@ def _immutable(path: str, new: Obj, old: Obj, fields: tuple[str, ...]) -> list[C
     ]
 
 
-def _spec(obj: Obj) -> Obj:
+def spec_of(obj: Obj) -> Obj:
     spec = obj.get("spec")
     return spec if isinstance(spec, dict) else {}
 
@@ -198,22 +198,22 @@ class PodGroupStrategy(Strategy):
         if isinstance(spec, dict) and spec.get("disruptionMode") is None:
             spec["disruptionMode"] = {"single": {}}  # +default={"single": {}}
         if rt.version == VALIDATED_VERSION:
-            _refuse(rt, obj, validate_pod_group(obj))
+            refuse(rt, obj, validate_pod_group(obj))
 
     def prepare_update(
         self, store: Store, rt: ResourceType, new: Obj, old: Obj, subresource: str | None
     ) -> None:
         if subresource is not None or rt.version != VALIDATED_VERSION:
             return
-        spec, old_spec = _spec(new), _spec(old)
+        spec, old_spec = spec_of(new), spec_of(old)
         if spec.get("disruptionMode") is None and old_spec.get("disruptionMode") is not None:
             spec["disruptionMode"] = old_spec["disruptionMode"]
         causes = validate_pod_group(new)
         causes += _policy_update(
             "spec.schedulingPolicy", spec.get("schedulingPolicy"), old_spec.get("schedulingPolicy")
         )
-        causes += _immutable("spec", spec, old_spec, _POD_GROUP_IMMUTABLE)
-        _refuse(rt, new, causes)
+        causes += immutable("spec", spec, old_spec, _POD_GROUP_IMMUTABLE)
+        refuse(rt, new, causes)
 
 
 def validate_pod_group(obj: Obj) -> list[Cause]:
@@ -234,7 +234,7 @@ def validate_pod_group(obj: Obj) -> list[Cause]:
 class WorkloadStrategy(Strategy):
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
         if rt.version == VALIDATED_VERSION:
-            _refuse(rt, obj, validate_workload(obj))
+            refuse(rt, obj, validate_workload(obj))
 
     def prepare_update(
         self, store: Store, rt: ResourceType, new: Obj, old: Obj, subresource: str | None
@@ -242,8 +242,8 @@ class WorkloadStrategy(Strategy):
         if subresource is not None or rt.version != VALIDATED_VERSION:
             return
         causes = validate_workload(new)
-        spec, old_spec = _spec(new), _spec(old)
-        causes += _immutable("spec", spec, old_spec, ("controllerRef",))
+        spec, old_spec = spec_of(new), spec_of(old)
+        causes += immutable("spec", spec, old_spec, ("controllerRef",))
         path = "spec.podGroupTemplates"
         new_by_name = _by_name(spec.get("podGroupTemplates"))
         old_by_name = _by_name(old_spec.get("podGroupTemplates"))
@@ -259,8 +259,8 @@ class WorkloadStrategy(Strategy):
                 template.get("schedulingPolicy"),
                 before.get("schedulingPolicy"),
             )
-            causes += _immutable(at, template, before, _IMMUTABLE)
-        _refuse(rt, new, causes)
+            causes += immutable(at, template, before, _IMMUTABLE)
+        refuse(rt, new, causes)
 
 
 def validate_workload(obj: Obj) -> list[Cause]:
@@ -303,7 +303,7 @@ def _by_name(templates: Any) -> dict[str, tuple[int, Obj]]:
     }
 
 
-def _refuse(rt: ResourceType, obj: Obj, causes: list[Cause]) -> None:
+def refuse(rt: ResourceType, obj: Obj, causes: list[Cause]) -> None:
     if causes:
         name = str((obj.get("metadata") or {}).get("name") or "")
         raise errors.invalid(rt, name, causes)

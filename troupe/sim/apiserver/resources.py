@@ -246,6 +246,15 @@ BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
     ResourceType(
         "scheduling.k8s.io", "v1alpha2", "PodGroup", "podgroups", True, subresources=("status",)
     ),
+    # Kubernetes 1.37: the CompositePodGroup (KEP-6012) is served at v1alpha3 only.
+    ResourceType(
+        "scheduling.k8s.io",
+        "v1alpha3",
+        "CompositePodGroup",
+        "compositepodgroups",
+        True,
+        subresources=("status",),
+    ),
     ResourceType(
         "policy",
         "v1",

@@ -12,8 +12,8 @@
 ``new_store`` builds a ``Store`` with these, the pod, Event, PodGroup and Workload
 strategies and the disruption controller installed and the bootstrap objects (system
 namespaces, system PriorityClasses) created; ``workload_versions`` picks which
-``scheduling.k8s.io`` versions of Workload and PodGroup it serves (a 1.35 or 1.36 cluster
-serves no v1beta1). ``ApiServer`` calls it.
+``scheduling.k8s.io`` versions of Workload, PodGroup and CompositePodGroup it serves (a
+1.35 or 1.36 cluster serves no v1beta1 and no v1alpha3). ``ApiServer`` calls it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from troupe.api.clock import Clock
 from troupe.sim.apiserver import errors
+from troupe.sim.apiserver.composite_strategy import CompositePodGroupStrategy
 from troupe.sim.apiserver.disruption import DisruptionController
 from troupe.sim.apiserver.event_strategy import EventStrategy
 from troupe.sim.apiserver.events import ADDED, DELETED, MODIFIED, WatchEvent
@@ -31,8 +32,10 @@ from troupe.sim.apiserver.pods import SYSTEM_PRIORITY_CLASSES, PodStrategy
 from troupe.sim.apiserver.resources import Registry, ResourceType
 from troupe.sim.apiserver.store import Obj, Store, Strategy
 
-# The versions of the native Workload and PodGroup a Kubernetes 1.37 cluster serves.
-WORKLOAD_VERSIONS: Final = ("v1alpha1", "v1alpha2", "v1beta1")
+# The versions of the native Workload, PodGroup and CompositePodGroup a Kubernetes 1.37
+# cluster serves (v1alpha3: the CompositePodGroup only).
+WORKLOAD_VERSIONS: Final = ("v1alpha1", "v1alpha2", "v1beta1", "v1alpha3")
+_NATIVE_KINDS: Final = ("Workload", "PodGroup", "CompositePodGroup")
 SYSTEM_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
 _UNDELETABLE: Final = ("default", "kube-system", "kube-public")
 
@@ -185,11 +188,16 @@ def new_store(
     registry = Registry()
     wanted = set(workload_versions)
     for rt in list(registry):
-        native = rt.group == "scheduling.k8s.io" and rt.kind in ("Workload", "PodGroup")
+        native = rt.group == "scheduling.k8s.io" and rt.kind in _NATIVE_KINDS
         if native and rt.version not in wanted:
             registry.remove(rt)
     store = Store(registry, history=history, clock=clock)
-    for plural, strategy in (("podgroups", PodGroupStrategy()), ("workloads", WorkloadStrategy())):
+    strategies: tuple[tuple[str, Strategy], ...] = (
+        ("podgroups", PodGroupStrategy()),
+        ("workloads", WorkloadStrategy()),
+        ("compositepodgroups", CompositePodGroupStrategy()),
+    )
+    for plural, strategy in strategies:
         for rt in store.registry:
             if rt.group == "scheduling.k8s.io" and rt.plural == plural:
                 store.set_strategy(rt.key, strategy)
