@@ -370,10 +370,12 @@ async def test_add_gang_informers_adds_the_served_kinds(
     paths = {GANG_PATHS[api] for api in expected if api is not GangApi.POD_GROUP}
     if GangApi.POD_GROUP in expected:
         assert watched[GangApi.POD_GROUP] == "scheduling.k8s.io/v1beta1"
-        # The PodGroups, and the Workloads whose templates they may name.
+        # The PodGroups, the Workloads whose templates they may name, and the
+        # CompositePodGroups (v1alpha3) they may be children of.
         paths |= {
             "/apis/scheduling.k8s.io/v1beta1/podgroups",
             "/apis/scheduling.k8s.io/v1beta1/workloads",
+            "/apis/scheduling.k8s.io/v1alpha3/compositepodgroups",
         }
     assert {i.path for i in shared.informers[before:]} == paths
 

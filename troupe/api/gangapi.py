@@ -13,7 +13,10 @@
   union, ``schedulingConstraints``, ``resourceClaims``, ``PodGroupInitiallyScheduled``)
   and Workload. They are the same API as the v1alpha2 PodGroup (``GangApi.POD_GROUP``:
   pods join both with ``spec.schedulingGroup.podGroupName``) at a newer version; the
-  informers watch one version (``VERSIONS_OF``).
+  informers watch one version (``VERSIONS_OF``);
+- ``CompositePodGroup``: the Kubernetes 1.37 ``scheduling.k8s.io/v1alpha3``
+  CompositePodGroup (KEP-6012), a gang of groups: v1beta1 PodGroups and composites
+  name it in ``spec.parentCompositePodGroupName``.
 
 The gang informers (``troupe.kube.gang_informers``) parse raw JSON into
 these; ``troupe.api.gangapi_policy`` turns them into ``GangPolicy`` values or a
@@ -44,7 +47,7 @@ PHASE_FAILED: Final = "Failed"
 # The v1alpha2 PodGroup condition the scheduler owns (KEP-5832 "PodGroup Status
 # Lifecycle") and its reasons.
 POD_GROUP_SCHEDULED: Final = "PodGroupScheduled"
-ScheduledOutcome = Literal["Scheduled", "Unschedulable", "SchedulerError"]
+ScheduledOutcome = Literal["Scheduled", "Unschedulable", "SchedulerError", "Invalid"]
 
 
 def parse_time(value: str | None) -> float:
@@ -269,7 +272,7 @@ class V1beta1GroupFields(KubeModel):
 
 
 class V1beta1PodGroupSpec(V1beta1GroupFields):
-    # KEP-6012 (v1alpha3 CompositePodGroup): read, not acted on yet.
+    # KEP-6012: the v1alpha3 CompositePodGroup this group is a child of.
     parent_composite_pod_group_name: str | None = None
     workload_ref: WorkloadReference | None = None
 
@@ -302,6 +305,47 @@ class V1beta1Workload(KubeModel):
     spec: V1beta1WorkloadSpec = Field(default_factory=V1beta1WorkloadSpec)
 
 
+# --- CompositePodGroup (scheduling.k8s.io/v1alpha3, Kubernetes 1.37, KEP-6012) ----------
+
+COMPOSITE_POD_GROUP_V1ALPHA3: Final = "scheduling.k8s.io/v1alpha3"
+COMPOSITE_POD_GROUPS_PLURAL: Final = "compositepodgroups"
+# WorkloadMaxTreeDepth: a tree of (composite) pod groups is at most 4 levels deep,
+# the leaf PodGroups included.
+MAX_TREE_DEPTH: Final = 4
+# The composite's condition and the reason for a bad layout. In 1.37 the root's status
+# stays empty (the leaves report), so troupe never writes it (docs/gangs.md).
+COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED: Final = "CompositePodGroupInitiallyScheduled"
+REASON_INVALID: Final = "Invalid"
+
+
+class CompositeGangSchedulingPolicy(KubeModel):
+    min_group_count: int = 0
+
+
+class CompositeSchedulingPolicy(KubeModel):
+    """One of ``basic`` (children scheduled independently) or ``gang`` (at least
+    ``minGroupCount`` children, each at its own quorum, or none)."""
+
+    basic: EmptyMember | None = None
+    gang: CompositeGangSchedulingPolicy | None = None
+
+
+class CompositePodGroupSpec(KubeModel):
+    parent_composite_pod_group_name: str | None = None
+    workload_ref: WorkloadReference | None = None
+    scheduling_policy: CompositeSchedulingPolicy = Field(default_factory=CompositeSchedulingPolicy)
+    priority_class_name: str = ""
+    priority: int | None = None
+
+
+class CompositePodGroup(KubeModel):
+    api_version: str = COMPOSITE_POD_GROUP_V1ALPHA3
+    kind: str = "CompositePodGroup"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: CompositePodGroupSpec = Field(default_factory=CompositePodGroupSpec)
+    status: PodGroupStatus = Field(default_factory=PodGroupStatus)
+
+
 NativePodGroup = PodGroup | V1beta1PodGroup
 """A standalone PodGroup at the version the cluster serves (v1alpha2 or v1beta1)."""
 TemplatesObject = WorkloadTemplates | V1beta1Workload
@@ -309,9 +353,17 @@ TemplatesObject = WorkloadTemplates | V1beta1Workload
 NATIVE_POD_GROUPS: Final = (PodGroup, V1beta1PodGroup)
 TEMPLATES_OBJECTS: Final = (WorkloadTemplates, V1beta1Workload)
 
-GroupObject = CoschedulingPodGroup | Workload | PodGroup | V1beta1PodGroup | TemplatesObject
+GroupObject = (
+    CoschedulingPodGroup
+    | Workload
+    | PodGroup
+    | V1beta1PodGroup
+    | TemplatesObject
+    | CompositePodGroup
+)
 """Any of the gang API objects the informers deliver: the ones that carry a group's
-policy, and the Workloads whose templates a PodGroup may take it from."""
+policy, the Workloads whose templates a PodGroup may take it from, and the
+CompositePodGroups a v1beta1 PodGroup may belong to."""
 
 MODEL_OF: Final[dict[GangApi, type[GroupObject]]] = {
     GangApi.COSCHEDULING: CoschedulingPodGroup,
@@ -349,8 +401,8 @@ PLURAL_OF: Final[dict[GangApi, str]] = {
 
 
 def api_of(obj: GroupObject) -> GangApi:
-    """Which gang API ``obj`` belongs to (by model type; the v1alpha2 Workload is
-    served beside the v1alpha2 PodGroup)."""
+    """Which gang API ``obj`` belongs to (by model type; the template Workloads and the
+    CompositePodGroups are delivered with the standalone PodGroup's API)."""
     if isinstance(obj, CoschedulingPodGroup):
         return GangApi.COSCHEDULING
     if isinstance(obj, Workload):

@@ -21,6 +21,7 @@ from dataclasses import replace
 from troupe.api.gangapi import (
     TEMPLATES_OBJECTS,
     WORKLOAD_MAX_POD_GROUPS,
+    CompositePodGroup,
     CoschedulingPodGroup,
     GroupObject,
     NativePodGroup,
@@ -66,6 +67,8 @@ def policy_of(
         return workload_policy(obj, ref)
     if isinstance(obj, TEMPLATES_OBJECTS):
         raise TypeError(f"a Workload holds templates, not group {ref.key}'s policy")
+    if isinstance(obj, CompositePodGroup):
+        raise TypeError(f"a CompositePodGroup's policy is its tree's, not group {ref.key}'s")
     if isinstance(obj, V1beta1PodGroup):
         return v1beta1_pod_group_policy(obj, priority_of, templates)
     return pod_group_policy(obj, priority_of, templates)

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NewType, Protocol
+from typing import TYPE_CHECKING, NewType, Protocol
 
 from troupe.api.objects import Pod
+
+if TYPE_CHECKING:
+    from troupe.api.composite import GroupNode
 
 GroupKey = NewType("GroupKey", str)
 
@@ -51,10 +54,15 @@ class GroupRef:
     name: str
     pod_group: str = ""
     replica_key: str = ""
+    # A v1alpha3 CompositePodGroup (KEP-6012): the gang of groups whose leaf PodGroups'
+    # pods are queued and placed together (``api`` is the PodGroup's: pods join leaves).
+    composite: bool = False
 
     @property
     def key(self) -> GroupKey:
         base = f"{self.namespace}/{self.name}"
+        if self.composite:
+            return GroupKey(f"scheduling.k8s.io/CompositePodGroup:{base}")
         if self.api is GangApi.WORKLOAD:
             base += f"/{self.pod_group}"
             if self.replica_key:
@@ -84,6 +92,8 @@ class GroupRef:
     @property
     def kind(self) -> str:
         """The kind of the object holding the policy."""
+        if self.composite:
+            return "CompositePodGroup"
         return "Workload" if self.api is GangApi.WORKLOAD else "PodGroup"
 
     @property
@@ -98,6 +108,8 @@ class GroupRef:
             return "spec.minMember"
         if self.api is GangApi.WORKLOAD:
             return f"spec.podGroups[{self.pod_group}].policy.gang.minCount"
+        if self.composite:
+            return "spec.schedulingPolicy.gang.minGroupCount"
         return "spec.schedulingPolicy.gang.minCount"
 
     def __str__(self) -> str:
@@ -164,6 +176,9 @@ class GangPolicy:
     disrupt_all: bool = False
     preemption_policy: str | None = None
     topology_keys: tuple[str, ...] = ()
+    # A CompositePodGroup's tree (KEP-6012): the leaves whose pods the group holds and
+    # each level's quorum; ``min_count`` is then the fewest pods that satisfy it.
+    tree: GroupNode | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +195,11 @@ class GroupProblem:
     # The group condition's reason: the input cannot be scheduled as declared
     # (``Unschedulable``), or its members break a rule upstream's pod-group cycle fails
     # with an error (``SchedulerError``: members' priority or scheduler name differ).
+    # (``Invalid``: a CompositePodGroup tree whose layout is wrong, KEP-6012.)
     outcome: str = "Unschedulable"
+    # The group waits for another object to appear (a parent CompositePodGroup): told
+    # like a missing group object, after the gate's grace period.
+    waiting: bool = False
 
     def __str__(self) -> str:
         version = self.api_version or self.ref.api.value

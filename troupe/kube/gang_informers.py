@@ -11,7 +11,9 @@ Objects are parsed straight into the ``troupe.api.gangapi`` model of their versi
 Where the standalone PodGroup is watched, the Workload of the same version is too (when
 served), delivered as a ``WorkloadTemplates`` (v1alpha2) or ``V1beta1Workload`` with
 the PodGroup's API: a PodGroup's ``podGroupTemplateRef`` / ``workloadRef`` names its
-templates.
+templates. Where the v1beta1 PodGroup is watched and the cluster serves the v1alpha3
+CompositePodGroup (Kubernetes 1.37, KEP-6012), composites are watched too, delivered
+with the PodGroup's API: a v1beta1 PodGroup names its parent composite.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ from typing import Any, Final, TypeAlias
 
 from troupe.api.clock import Clock
 from troupe.api.gangapi import (
+    COMPOSITE_POD_GROUP_V1ALPHA3,
+    COMPOSITE_POD_GROUPS_PLURAL,
     MODEL_AT,
     PLURAL_OF,
+    POD_GROUP_V1BETA1,
     TEMPLATES_MODEL_AT,
     WORKLOAD_TEMPLATES_PLURAL,
+    CompositePodGroup,
     GroupObject,
 )
 from troupe.api.gangs import GangApi
@@ -41,6 +47,7 @@ GroupDelete: TypeAlias = Callable[[GangApi, GroupObject], None]
 # All namespaces: list + watch paths of each kind.
 GANG_PATHS: Final = {api: f"/apis/{api.value}/{PLURAL_OF[api]}" for api in GangApi}
 TEMPLATES_PATH: Final = f"/apis/{GangApi.POD_GROUP.value}/{WORKLOAD_TEMPLATES_PLURAL}"
+COMPOSITES_PATH: Final = f"/apis/{COMPOSITE_POD_GROUP_V1ALPHA3}/{COMPOSITE_POD_GROUPS_PLURAL}"
 
 
 def gang_informer(
@@ -179,6 +186,23 @@ async def add_gang_informers(
     ):
         shared.add(informer)
     version = served.get(GangApi.POD_GROUP)
+    if version == POD_GROUP_V1BETA1 and await serves(
+        shared.transport,
+        COMPOSITE_POD_GROUP_V1ALPHA3,
+        COMPOSITE_POD_GROUPS_PLURAL,
+        "CompositePodGroup",
+    ):
+        shared.add(
+            composites_informer(
+                shared.transport,
+                clock,
+                on_add=on_add,
+                on_update=on_update,
+                on_delete=on_delete,
+                config=config,
+                rng=rng,
+            )
+        )
     if version is not None and await serves(
         shared.transport, version, WORKLOAD_TEMPLATES_PLURAL, "Workload"
     ):
@@ -219,6 +243,33 @@ def templates_informer(
         f"/apis/{version}/{WORKLOAD_TEMPLATES_PLURAL}",
         TEMPLATES_MODEL_AT[version],
         f"{WORKLOAD_TEMPLATES_PLURAL}.{version}",
+        on_add=on_add,
+        on_update=on_update,
+        on_delete=on_delete,
+        config=config,
+        rng=rng,
+    )
+
+
+def composites_informer(
+    transport: Transport,
+    clock: Clock,
+    *,
+    on_add: GroupAdd | None = None,
+    on_update: GroupUpdate | None = None,
+    on_delete: GroupDelete | None = None,
+    config: InformerConfig | None = None,
+    rng: random.Random | None = None,
+) -> Informer[Any]:
+    """An informer of every v1alpha3 CompositePodGroup (KEP-6012), handlers called
+    with the PodGroup's API: the v1beta1 PodGroups under them are its objects."""
+    return _informer_for(
+        GangApi.POD_GROUP,
+        transport,
+        clock,
+        COMPOSITES_PATH,
+        CompositePodGroup,
+        f"{COMPOSITE_POD_GROUPS_PLURAL}.{COMPOSITE_POD_GROUP_V1ALPHA3}",
         on_add=on_add,
         on_update=on_update,
         on_delete=on_delete,

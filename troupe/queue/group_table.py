@@ -128,9 +128,26 @@ class GroupTable:
         group = self._groups.get(key)
         if group is None:
             return
+        self._regroup(group, event)
         if (basic := group.changed(event)) is not None:
             self._dissolve(group, basic, Strategy.AFTER_BACKOFF, event)
         self._drop_if_empty(group)
+
+    def _regroup(self, group: GroupQueue, event: str) -> None:
+        """Members of the queued entity whose pods now join another group (a
+        CompositePodGroup above their PodGroup appeared or went away) move to it.
+        Members in flight move when the attempt hands them back (``take_remainder``),
+        pods gated alone when they are released (``absorb``)."""
+        entity = group.queued
+        if entity is None:
+            return
+        for info in list(entity.members.values()):
+            ref = self._group_of(info.pod)
+            if ref is None or ref == group.ref:
+                continue
+            joined = entity.joined.get(info.key, entity.timestamp)
+            group.remove_member(info.key, event)
+            self.enqueue(info, ref, joined, event)
 
     # --- attempts ----------------------------------------------------------------------
 

@@ -25,12 +25,14 @@ from typing import Literal
 import structlog
 
 from troupe.api.client import ApiError
+from troupe.api.composite import GroupNode
 from troupe.api.events import ASSIGNED_POD_DELETE
 from troupe.api.gangs import GroupRef
 from troupe.queue.entity import QueuedGroupInfo
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cycle.binding_cycle import BindingCycle
 from troupe.scheduler.framework.runtime import Framework
+from troupe.scheduler.gangs import composite_quorum
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.placement import Placement
 from troupe.scheduler.gangs.report import (
@@ -58,6 +60,8 @@ class Admission:
     # Members whose binding failed or was called off: requeued together, with
     # backoff, once every member's binding has settled.
     released: list[str] = field(default_factory=list)
+    # A CompositePodGroup's tree: its quorum is per level, not a pod count.
+    tree: GroupNode | None = None
 
     @property
     def ref(self) -> GroupRef:
@@ -130,7 +134,7 @@ class GangAdmission:
             error=status.message,
         )
         placed = self.groups.placed_count(admission.ref.key)
-        if placed < admission.min_count:
+        if not self._holds(admission, placed):
             self._break(
                 admission,
                 f"gang {admission.ref.display}: binding {info.key} failed ({status.message}); "
@@ -145,6 +149,13 @@ class GangAdmission:
             self.report.pod(info, REASON_SCHEDULER_ERROR, f"binding failed: {status.message}")
         # Bound elsewhere or deleted: the informer reports it; never bind it again.
         self._settled(admission, info.key, released=not gone)
+
+    def _holds(self, admission: Admission, placed: int) -> bool:
+        """Whether the admitted group still has its quorum with ``placed`` members."""
+        tree = admission.tree
+        if tree is None:
+            return placed >= admission.min_count
+        return composite_quorum.holds(tree, self.groups.leaf_placed(tree))
 
     def _settled(self, admission: Admission, key: str, *, released: bool) -> None:
         admission.unposted.discard(key)

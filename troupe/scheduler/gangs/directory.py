@@ -27,9 +27,12 @@ from typing import TypeAlias, TypeVar
 
 import structlog
 
+from troupe.api.composite import GroupNode, required_pods
 from troupe.api.gangapi import (
+    COMPOSITE_POD_GROUP_V1ALPHA3,
     NATIVE_POD_GROUPS,
     TEMPLATES_OBJECTS,
+    CompositePodGroup,
     GroupObject,
     NativePodGroup,
     TemplatesObject,
@@ -40,6 +43,7 @@ from troupe.api.gangapi import (
 from troupe.api.gangapi_policy import PriorityLookup, policy_of
 from troupe.api.gangs import GangApi, GangPolicy, GroupKey, GroupProblem, GroupRef, group_ref_of
 from troupe.api.objects import Pod, PodKey
+from troupe.scheduler.gangs import composites
 
 log = structlog.get_logger("troupe.gangs")
 
@@ -90,6 +94,12 @@ class GangDirectory:
         self._finished: dict[GroupKey, set[PodKey]] = {}
         self._callbacks: list[ChangeCallback] = []
         self._watched: dict[GangApi, str] = {}
+        # v1alpha3 CompositePodGroups by "namespace/name" (KEP-6012), and what was
+        # worked out from them: each composite group's verdict (its tree), and the
+        # composite refs asked about, to notify when a composite changes.
+        self._composites: dict[str, CompositePodGroup] = {}
+        self._composite_verdicts: dict[GroupKey, GangPolicy] = {}
+        self._composite_refs: dict[GroupKey, GroupRef] = {}
 
     # --- group objects (from the informers) ---------------------------------------------
 
@@ -100,6 +110,9 @@ class GangDirectory:
         if isinstance(obj, TEMPLATES_OBJECTS):
             self.upsert_templates(obj)
             return
+        if isinstance(obj, CompositePodGroup):
+            self.upsert_composite(obj)
+            return
         m = obj.metadata
         key = _object_key(api, m.namespace, m.name)
         old = self._objects.get(key)
@@ -108,16 +121,21 @@ class GangDirectory:
             return
         self._invalidate(key)
         self._notify(api, m.namespace, m.name)
+        if composites.parent_of(obj) or (old is not None and composites.parent_of(old)):
+            self._composites_changed(m.namespace)
 
     def remove(self, api: GangApi, namespace: str, name: str) -> None:
         """The object was deleted: its groups lose their policy until it returns."""
         key = _object_key(api, namespace, name)
-        if self._objects.pop(key, None) is None:
+        old = self._objects.pop(key, None)
+        if old is None:
             return
         self._invalidate(key)
         self._notify(api, namespace, name)
         for ref in self.refs_for_object(api, namespace, name):
             self._forget_if_unused(ref)
+        if composites.parent_of(old):
+            self._composites_changed(namespace)
 
     def upsert_templates(self, wl: TemplatesObject) -> None:
         """A template Workload was added or updated: PodGroups that take their policy
@@ -133,6 +151,116 @@ class GangDirectory:
         """A template Workload was deleted."""
         if self._templates.pop(f"{namespace}/{name}", None) is not None:
             self._templates_changed(namespace, name)
+
+    # --- CompositePodGroups (KEP-6012) -------------------------------------------------------
+
+    def upsert_composite(self, cpg: CompositePodGroup) -> None:
+        """A CompositePodGroup was added or updated: the trees and the routes of the
+        PodGroups under it are worked out again (and their groups notified)."""
+        m = cpg.metadata
+        key = f"{m.namespace}/{m.name}"
+        old = self._composites.get(key)
+        self._composites[key] = cpg
+        if old is None or not _same_policy_inputs(old, cpg):
+            self._composites_changed(m.namespace)
+
+    def remove_composite(self, namespace: str, name: str) -> None:
+        """A CompositePodGroup was deleted."""
+        if self._composites.pop(f"{namespace}/{name}", None) is not None:
+            self._composites_changed(namespace)
+
+    def composite(self, namespace: str, name: str) -> CompositePodGroup | None:
+        return self._composites.get(f"{namespace}/{name}")
+
+    def entity_ref(self, ref: GroupRef) -> GroupRef:
+        """The group whose queue entity a pod of ``ref`` joins: the topmost gang
+        CompositePodGroup above a v1beta1 PodGroup (KEP-6012: placed in one cycle),
+        else ``ref`` itself (no parent, only basic composites above it, or a layout
+        that is wrong or incomplete: the leaf is then held with the problem)."""
+        if ref.api is not GangApi.POD_GROUP or ref.composite or not self._composites:
+            return ref
+        obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
+        if not isinstance(obj, V1beta1PodGroup) or not composites.parent_of(obj):
+            return ref
+        chain = composites.chain_of(obj, self._composites)
+        if isinstance(chain, GroupProblem):
+            return ref
+        return composites.entity_ref(ref, chain)
+
+    def _composite_verdict(self, ref: GroupRef) -> GangPolicy | None:
+        """The policy of a composite group: its tree of the PodGroups and composites
+        that name it (at any depth), each level's quorum; None while the composite
+        does not exist."""
+        verdict = self._composite_verdicts.get(ref.key)
+        if isinstance(verdict, GangPolicy):
+            return verdict
+        cpg = self._composites.get(ref.object_key)
+        if cpg is None:
+            return None
+        self._composite_refs[ref.key] = ref
+        tree = self._tree(cpg)
+        spec = cpg.spec
+        priority = spec.priority
+        if priority is None and spec.priority_class_name and self._priority_of is not None:
+            priority = self._priority_of(spec.priority_class_name)
+        policy = GangPolicy(
+            gang=True,
+            min_count=required_pods(tree),
+            priority=priority,
+            created=parse_time(cpg.metadata.creation_timestamp),
+            tree=tree,
+        )
+        self._composite_verdicts[ref.key] = policy
+        return policy
+
+    def _composite_problem(self, ref: GroupRef) -> GroupProblem | None:
+        """A problem of any leaf under the composite holds the whole composite: its
+        pods are placed in one cycle (asked afresh: members' problems come and go)."""
+        policy = self._composite_verdict(ref)
+        if policy is None or policy.tree is None:
+            return None
+        for leaf in policy.tree.leaves():
+            leaf_ref = GroupRef(GangApi.POD_GROUP, ref.namespace, leaf.name)
+            problem = self.problem(leaf_ref)
+            if problem is not None:
+                return problem
+        return None
+
+    def _tree(self, cpg: CompositePodGroup) -> GroupNode:
+        leaves = [o for o in self._objects.values() if isinstance(o, V1beta1PodGroup)]
+        return composites.tree_of(cpg, self._composites, leaves, self._leaf_policy)
+
+    def _leaf_policy(self, leaf: V1beta1PodGroup) -> GangPolicy | GroupProblem | None:
+        return self._verdict(
+            GroupRef(GangApi.POD_GROUP, leaf.metadata.namespace, leaf.metadata.name)
+        )
+
+    def tree_of(self, key: GroupKey) -> GroupNode | None:
+        """The tree of the composite group ``key`` (None for another group)."""
+        verdict = self._composite_verdicts.get(key)
+        return verdict.tree if verdict is not None else None
+
+    def _composites_changed(self, namespace: str) -> None:
+        """A composite, or a PodGroup naming one, changed in ``namespace``: every tree
+        and every route there is worked out again, and their groups notified so the
+        queue moves pods to the entity they now join."""
+        refs: list[GroupRef] = []
+        for key, ref in list(self._composite_refs.items()):
+            if ref.namespace == namespace:
+                self._composite_verdicts.pop(key, None)
+                refs.append(ref)
+        for (api, object_key), obj in list(self._objects.items()):
+            in_namespace = obj.metadata.namespace == namespace
+            if isinstance(obj, V1beta1PodGroup) and in_namespace and composites.parent_of(obj):
+                self._invalidate((api, object_key))
+                refs.extend(self.refs_for_object(api, namespace, obj.metadata.name))
+        for cpg in self._composites.values():
+            if cpg.metadata.namespace == namespace:
+                ref = GroupRef(GangApi.POD_GROUP, namespace, cpg.metadata.name, composite=True)
+                if ref.key not in self._composite_refs:
+                    refs.append(ref)
+        for ref in refs:
+            self._notify_ref(ref)
 
     def _templates_changed(self, namespace: str, workload: str) -> None:
         for (api, object_key), obj in list(self._objects.items()):
@@ -152,6 +280,8 @@ class GangDirectory:
     def api_version(self, ref: GroupRef) -> str:
         """The version ``ref``'s objects are read at: the object's own when it exists,
         else the version watched for its API (``watch_versions``), else the API's."""
+        if ref.composite:
+            return COMPOSITE_POD_GROUP_V1ALPHA3
         obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
         if obj is not None:
             return obj.api_version
@@ -178,23 +308,38 @@ class GangDirectory:
         the contract says."""
         verdict = self._verdict(ref)
         if isinstance(verdict, GroupProblem):
-            obj = self._objects[_object_key(ref.api, ref.namespace, ref.name)]
-            return GangPolicy(
-                gang=True, min_count=1, created=parse_time(obj.metadata.creation_timestamp)
-            )
+            created = self._created_of(ref)
+            return GangPolicy(gang=True, min_count=1, created=created)
         return verdict
 
     def problem(self, ref: GroupRef) -> GroupProblem | None:
         """The object's problem (a bad field), else its members' (pods naming
         different schedulers); None when there is none."""
+        if ref.composite:
+            return self._composite_problem(ref)
         verdict = self._verdict(ref)
         if isinstance(verdict, GroupProblem):
             return verdict
         return self._members_problem(ref)
 
     def placed_count(self, key: GroupKey) -> int:
+        """Members bound or assumed; of a composite, of every leaf under it."""
+        tree = self.tree_of(key)
+        if tree is not None:
+            return sum(len(self._placed.get(leaf.key, ())) for leaf in tree.leaves())
         placed = self._placed.get(key)
         return len(placed) if placed else 0
+
+    def leaf_placed(self, tree: GroupNode) -> dict[GroupKey, int]:
+        """Members bound or assumed of each leaf of ``tree``."""
+        return {leaf.key: len(self._placed.get(leaf.key, ())) for leaf in tree.leaves()}
+
+    def _created_of(self, ref: GroupRef) -> float:
+        if ref.composite:
+            cpg = self._composites.get(ref.object_key)
+            return parse_time(cpg.metadata.creation_timestamp) if cpg is not None else 0.0
+        obj = self._objects[_object_key(ref.api, ref.namespace, ref.name)]
+        return parse_time(obj.metadata.creation_timestamp)
 
     # --- members ----------------------------------------------------------------------------
 
@@ -444,6 +589,8 @@ class GangDirectory:
         refs.setdefault(ref.key, ref)
 
     def _verdict(self, ref: GroupRef) -> GangPolicy | GroupProblem | None:
+        if ref.composite:
+            return self._composite_verdict(ref)
         verdict = self._verdicts.get(ref.key)
         if verdict is not None:
             return verdict
@@ -453,6 +600,14 @@ class GangDirectory:
         # Remembered so that a change of the object drops the cached verdict.
         self._remember(ref)
         verdict = policy_of(obj, ref, self._priority_of, self._template_of)
+        if (
+            isinstance(obj, V1beta1PodGroup)
+            and composites.parent_of(obj)
+            and isinstance(verdict, GangPolicy)
+        ):
+            chain = composites.chain_of(obj, self._composites)
+            if isinstance(chain, GroupProblem):
+                verdict = chain
         self._verdicts[ref.key] = verdict
         return verdict
 
@@ -468,6 +623,12 @@ class GangDirectory:
             self._notify_ref(ref)
 
     def _notify_ref(self, ref: GroupRef) -> None:
+        # The composite whose entity holds the leaf's pods hears about it too.
+        entity = self.entity_ref(ref)
+        for target in (ref, entity) if entity != ref else (ref,):
+            self._call_back(target)
+
+    def _call_back(self, ref: GroupRef) -> None:
         for callback in list(self._callbacks):
             try:
                 callback(ref)

@@ -48,6 +48,7 @@ from troupe.scheduler.cache import Cache
 from troupe.scheduler.cycle.failure import failure_message
 from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.framework.waiting_pods import WaitingPods
+from troupe.scheduler.gangs import composite_quorum
 from troupe.scheduler.gangs.admission import Admission, GangAdmission
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.placement import Failure, GangPlacer, Placement, member_order
@@ -143,14 +144,29 @@ class GroupCycle:
         # Members bound or assumed before this attempt (the cache reports this
         # attempt's assumptions to the directory too: count before placing).
         already = self.groups.placed_count(ref.key)
+        tree = policy.tree
+        before = self.groups.leaf_placed(tree) if tree is not None else {}
         placed, failures, shortfall = self.placer.place(fwk, ref, policy, members, already)
-        quorum = not policy.gang or already + len(placed) >= policy.min_count
+        held_back: list[Placement] = []
+        state = ""
+        if tree is None:
+            quorum = not policy.gang or already + len(placed) >= policy.min_count
+        else:
+            # KEP-6012: at least minGroupCount children at their own quorum, or nothing.
+            found = composite_quorum.split(tree, before, placed)
+            state = found.state
+            quorum = found.kept is not None
+            if found.kept is not None:
+                held_back = found.held_back
+                self.placer.revert(fwk, held_back)
+                placed = found.kept
         if shortfall or not quorum or not placed:
             # Below quorum, or (late members of a gang that has its quorum) none fit.
             self.placer.revert(fwk, placed)
             preemption = None
-            if not any(st.code is Code.ERROR for _, st, _ in failures):
-                # KEP-5710: make room for the whole gang, or evict nothing.
+            if tree is None and not any(st.code is Code.ERROR for _, st, _ in failures):
+                # KEP-5710: make room for the whole gang, or evict nothing. (A composite
+                # would preempt at its root only: not done yet.)
                 preemption = self.preemption.attempt(fwk, entity, policy, members, already)
             self._reject(
                 fwk,
@@ -163,6 +179,7 @@ class GroupCycle:
                 start,
                 cycle,
                 preemption=preemption,
+                state=state,
             )
             return
         # Run "permit" plugins for every placed member; a rejection fails the gang.
@@ -183,7 +200,8 @@ class GroupCycle:
             self.queue.requeue_group_remainder(
                 entity, remainder, cycle, unschedulable_plugins=plugins
             )
-            self._report_remainder(ref, policy, already + len(placed), failures)
+            self._report_remainder(ref, policy, already + len(placed), failures, state)
+            self._report_held_back(ref, state, held_back)
         else:
             self.queue.done(entity.key)
         log.debug(
@@ -194,7 +212,7 @@ class GroupCycle:
             minCount=policy.min_count,
         )
         admission = Admission(
-            entity, cycle, policy.min_count, unposted={p.info.key for p in placed}
+            entity, cycle, policy.min_count, unposted={p.info.key for p in placed}, tree=tree
         )
         for p in placed:
             await self.bindings.acquire()
@@ -222,6 +240,7 @@ class GroupCycle:
         cycle: int,
         why: str = "",
         preemption: PreemptionOutcome | None = None,
+        state: str = "",
     ) -> None:
         """End an attempt whose placements were all reverted: tell the members and the
         group why (and what preemption did for it), and hand the group back to the
@@ -235,12 +254,13 @@ class GroupCycle:
                 why = failures_message(failures)
             else:
                 why = "not enough members"
-        if already >= policy.min_count:
+        # A composite's state (how many of its groups fit) comes from the caller.
+        if not state and already >= policy.min_count:
             # Late members of a gang that has its quorum, none of which fit.
             state = f"{already} of {policy.min_count} required pods placed"
-        else:
+        elif not state:
             state = f"{already + len(placed)} of {policy.min_count} required pods fit"
-        message = f"gang {ref.display}: {state}; {why}"
+        message = f"{_noun(ref)} {ref.display}: {state}; {why}"
         if preemption is not None:
             message += f"; {preemption.message}"
         nominated = preemption.plan.nominated if preemption and preemption.plan else {}
@@ -272,19 +292,37 @@ class GroupCycle:
         self.queue.add_unschedulable_if_not_present(entity, cycle)
 
     def _report_remainder(
-        self, ref: GroupRef, policy: GangPolicy, placed: int, failures: list[Failure]
+        self,
+        ref: GroupRef,
+        policy: GangPolicy,
+        placed: int,
+        failures: list[Failure],
+        state: str = "",
     ) -> None:
         """Members beyond the quorum that did not fit: the gang goes ahead without
         them for now, and they say why."""
         if not failures:
             return
-        message = (
-            f"gang {ref.display}: {placed} of {policy.min_count} required pods placed; "
-            f"{failures_message(failures)}"
-        )
+        state = state or f"{placed} of {policy.min_count} required pods placed"
+        message = f"{_noun(ref)} {ref.display}: {state}; {failures_message(failures)}"
         for info, status, _ in failures:
             reason = REASON_SCHEDULER_ERROR if status.code is Code.ERROR else REASON_UNSCHEDULABLE
             self.report.pod(info, reason, message)
+
+    def _report_held_back(self, ref: GroupRef, state: str, held_back: list[Placement]) -> None:
+        """Members of a composite's leaf below its own quorum: the composite goes
+        ahead with its other groups, these wait for their PodGroup's quorum."""
+        for p in held_back:
+            message = (
+                f"{_noun(ref)} {ref.display}: {state}; the pod's PodGroup is below its "
+                "own minCount, so none of its pods is bound yet"
+            )
+            self.report.pod(p.info, REASON_NOT_MEET_MIN_MEMBER, message)
+
+
+def _noun(ref: GroupRef) -> str:
+    """How messages call the group: ``gang``, or ``composite`` for a CompositePodGroup."""
+    return "composite" if ref.composite else "gang"
 
 
 def failures_message(failures: list[Failure]) -> str:

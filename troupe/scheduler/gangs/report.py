@@ -103,8 +103,15 @@ class GangReporter:
     def group_condition(self, ref: GroupRef, outcome: ScheduledOutcome, message: str) -> None:
         """``PodGroupScheduled`` on a v1alpha2 PodGroup, ``PodGroupInitiallyScheduled``
         on a v1beta1 one (the only kinds with conditions), at the version the object
-        was read; never True -> False, and nothing written when nothing changes."""
+        was read; never True -> False, and nothing written when nothing changes.
+
+        A CompositePodGroup's status stays empty in Kubernetes 1.37 (KEP-6012: the
+        leaves report): its leaves get the condition, ``Scheduled`` only those that
+        reached their own quorum."""
         if ref.api is not GangApi.POD_GROUP:
+            return
+        if ref.composite:
+            self._leaf_conditions(ref, outcome, message)
             return
         obj = self._groups.get(ref.api, ref.namespace, ref.name)
         if not isinstance(obj, NATIVE_POD_GROUPS):
@@ -127,3 +134,15 @@ class GangReporter:
         # outcome must see this one (a True condition is never turned False).
         status = obj.status.model_copy(update={"conditions": conditions})
         self._groups.upsert(ref.api, obj.model_copy(update={"status": status}))
+
+    def _leaf_conditions(self, ref: GroupRef, outcome: ScheduledOutcome, message: str) -> None:
+        tree = self._groups.tree_of(ref.key)
+        if tree is None:
+            return
+        placed = self._groups.leaf_placed(tree)
+        for leaf in tree.leaves():
+            if outcome == "Scheduled" and placed.get(leaf.key, 0) < max(leaf.min_count, 1):
+                continue
+            self.group_condition(
+                GroupRef(GangApi.POD_GROUP, ref.namespace, leaf.name), outcome, message
+            )

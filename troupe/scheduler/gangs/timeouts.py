@@ -142,10 +142,14 @@ class GangTimeouts:
             ):
                 told.message, told.told_at, told.pods = message, now, set()
                 # Members breaking upstream's pod-group rules fail the group with
-                # SchedulerError, as upstream's cycle does; bad input is Unschedulable.
+                # SchedulerError, as upstream's cycle does; a CompositePodGroup layout
+                # is Invalid (KEP-6012); other bad input is Unschedulable.
                 problem = self.groups.problem(entity.ref) if kind == "problem" else None
-                member_rule = problem is not None and problem.outcome == "SchedulerError"
-                outcome: ScheduledOutcome = "SchedulerError" if member_rule else "Unschedulable"
+                outcome: ScheduledOutcome = "Unschedulable"
+                if problem is not None and problem.outcome == "SchedulerError":
+                    outcome = "SchedulerError"
+                elif problem is not None and problem.outcome == "Invalid":
+                    outcome = "Invalid"
                 self.report.group_condition(entity.ref, outcome, message)
                 if kind != "missing":
                     self.report.group_event(entity.ref, message)
@@ -169,7 +173,7 @@ class GangTimeouts:
             )
         problem = self.groups.problem(ref)
         if problem is not None:
-            return "problem", str(problem)
+            return ("missing" if problem.waiting else "problem"), str(problem)
         have = self.groups.placed_count(ref.key) + len(entity.members)
         if policy.gang and have < policy.min_count:
             return "min_count", (

@@ -234,13 +234,16 @@ class Scheduler:
         return fwk.run_pre_enqueue(pod) if fwk is not None else SUCCESS
 
     def _group_of(self, pod: Pod) -> GroupRef | None:
-        """The gang a pod is queued with; None to queue it on its own — including
+        """The gang a pod is queued with (the CompositePodGroup its PodGroup is under,
+        when that is a gang); None to queue it on its own — including
         in profiles that use the Coscheduling plugin, which gangs pod by pod at
         Permit (scheduler-plugins' algorithm)."""
         fwk = self.frameworks.get(pod.spec.scheduler_name)
         if fwk is None or fwk.pod_by_pod_gangs:
             return None
-        return group_ref_of(pod)
+        ref = group_ref_of(pod)
+        # KEP-6012: the pods of a gang CompositePodGroup's leaves are one entity.
+        return self.groups.entity_ref(ref) if ref is not None else None
 
     def _partial_gang_policy(self, scheduler_name: str) -> str | None:
         fwk = self.frameworks.get(scheduler_name)

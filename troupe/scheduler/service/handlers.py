@@ -25,7 +25,7 @@ from troupe.api.events import (
     ClusterEvent,
     Resource,
 )
-from troupe.api.gangapi import TEMPLATES_OBJECTS, GroupObject
+from troupe.api.gangapi import TEMPLATES_OBJECTS, CompositePodGroup, GroupObject
 from troupe.api.gangs import GangApi, GroupRef, group_ref_of, group_refs_of
 from troupe.api.objects import Namespace, Node, Pod
 from troupe.scheduler.loop.schedule_one import Scheduler
@@ -53,6 +53,10 @@ UNSCHEDULED_POD_ADD = ClusterEvent(Resource.POD, Action.ADD, "UnscheduledPodAdd"
 POD_GROUP_ADD = ClusterEvent(Resource.POD_GROUP, Action.ADD, "PodGroupAdd")
 POD_GROUP_UPDATE = ClusterEvent(Resource.POD_GROUP, Action.UPDATE_OTHER, "PodGroupUpdate")
 POD_GROUP_DELETE = ClusterEvent(Resource.POD_GROUP, Action.DELETE, "PodGroupDelete")
+# Objects that only hold other groups' policy: a template Workload (v1alpha2 or v1beta1)
+# and a CompositePodGroup. The directory re-evaluates the PodGroups they concern and the
+# queue hears about those groups; they are no cluster event of their own.
+_HOLDERS = (*TEMPLATES_OBJECTS, CompositePodGroup)
 
 
 class PodListener(Protocol):
@@ -223,23 +227,23 @@ class ClusterEventHandlers:
 
     # --- pod groups (any of the three gang APIs) ---------------------------------------
 
-    # A template Workload (v1alpha2 or v1beta1) only holds templates: the directory re-evaluates the
-    # PodGroups that use them and the queue hears about those groups.
-
     def on_group_add(self, api: GangApi, obj: GroupObject) -> None:
         self._s.groups.upsert(api, obj)
-        if not isinstance(obj, TEMPLATES_OBJECTS):
+        if not isinstance(obj, _HOLDERS):
             self._s.queue.on_event(POD_GROUP_ADD, None, obj)
 
     def on_group_update(self, api: GangApi, old: GroupObject, new: GroupObject) -> None:
         self._s.groups.upsert(api, new)
-        if not isinstance(new, TEMPLATES_OBJECTS):
+        if not isinstance(new, _HOLDERS):
             self._s.queue.on_event(POD_GROUP_UPDATE, old, new)
 
     def on_group_delete(self, api: GangApi, obj: GroupObject) -> None:
         meta = obj.metadata
         if isinstance(obj, TEMPLATES_OBJECTS):
             self._s.groups.remove_templates(meta.namespace, meta.name)
+            return
+        if isinstance(obj, CompositePodGroup):
+            self._s.groups.remove_composite(meta.namespace, meta.name)
             return
         self._s.groups.remove(api, meta.namespace, meta.name)
         self._s.queue.on_event(POD_GROUP_DELETE, obj, None)
