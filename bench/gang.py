@@ -210,10 +210,12 @@ class GangStats(AttemptStats):
             self._end(seconds)
         super().attempt(result, profile, seconds)
 
-    def group_attempt(self, result: str, profile: str, seconds: float) -> None:
+    def group_attempt(
+        self, result: str, profile: str, seconds: float, entity_type: str = "podgroup"
+    ) -> None:
         if self._profiler is not None:
             self._profiler.disable()
-        super().group_attempt(result, profile, seconds)
+        super().group_attempt(result, profile, seconds, entity_type)
 
 
 async def bound_per_gang(kubeconfig: Path) -> Counter[str]:

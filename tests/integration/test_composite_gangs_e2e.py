@@ -112,6 +112,12 @@ async def test_role_quorum_binds_nothing_with_room_for_5_workers_and_driver_and_
             timeout=30,
             what=f"{leaf} PodGroupInitiallyScheduled",
         )
+    # Upstream's pod-group attempt metrics count the composite by its type.
+    sample = daemon.metrics_registry.get_sample_value
+    attempts = "scheduler_podgroup_schedule_attempts_total"
+    labels = {"profile": "troupe-scheduler", "type": "compositepodgroup"}
+    assert (sample(attempts, {**labels, "result": "unschedulable"}) or 0) >= 1
+    assert (sample(attempts, {**labels, "result": "scheduled"}) or 0) >= 1
     # Kubernetes 1.37: the composite's own status stays empty (the leaves report).
     assert not (cluster.store.get(COMPOSITES, "job", "default").get("status") or {}).get(
         "conditions"

@@ -57,7 +57,11 @@ async def test_a_high_priority_pod_group_preempts_low_priority_pods_and_binds_wh
     assert sample("scheduler_workload_preemption_attempts_total", {"result": "preempted"}) == 1
     assert metric(daemon, "scheduler_workload_preemption_victims_count") == 1
     assert metric(daemon, "scheduler_workload_preemption_victims_sum") == 6
-    waiting = {"result": "waiting_on_preemption", "profile": "troupe-scheduler"}
+    waiting = {
+        "result": "waiting_on_preemption",
+        "profile": "troupe-scheduler",
+        "type": "podgroup",
+    }
     assert (sample("scheduler_podgroup_schedule_attempts_total", waiting) or 0) >= 1
     # Pod-by-pod preemption did not run for the gang's members.
     assert metric(daemon, "scheduler_preemption_victims_count") == 0

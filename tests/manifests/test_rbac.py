@@ -275,6 +275,7 @@ NOT_EXERCISED: dict[tuple[str, str, str, str], str] = {
     ("get", "scheduling.x-k8s.io", "podgroups", ""): "as nodes: one-object reads",
     ("get", "scheduling.k8s.io", "workloads", ""): "as nodes: one-object reads",
     ("get", "scheduling.k8s.io", "podgroups", ""): "as nodes: one-object reads",
+    ("get", "scheduling.k8s.io", "compositepodgroups", ""): "as nodes: one-object reads",
     ("update", "scheduling.x-k8s.io", "podgroups", "status"): (
         "a full status write; troupe merge-patches, kube-scheduler's role grants both"
     ),
@@ -331,6 +332,7 @@ CONTRACT = set().union(
     _each("patch update", "scheduling.x-k8s.io", "podgroups/status"),
     _each("get list watch", "scheduling.k8s.io", "workloads"),
     _each("get list watch", "scheduling.k8s.io", "podgroups"),
+    _each("get list watch", "scheduling.k8s.io", "compositepodgroups"),
     _each("patch update", "scheduling.k8s.io", "podgroups/status"),
     {("get", "", path, "") for path in ("/version", "/apis", "/apis/*")},
 )

@@ -75,6 +75,7 @@ async def test_a_high_priority_gang_of_4_on_a_full_cluster_evicts_what_it_needs_
             "scheduler_podgroup_schedule_attempts_total",
             result="waiting_on_preemption",
             profile="troupe-scheduler",
+            type="podgroup",
         )
         == 1
     )

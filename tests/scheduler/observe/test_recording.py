@@ -68,15 +68,17 @@ def test_group_attempts_have_their_own_metrics() -> None:
     m, r = fresh()
     m.group_attempt("scheduled", "p", 0.004)
     m.group_attempt("unschedulable", "p", 0.002)
-    assert (
-        value(r, "scheduler_podgroup_schedule_attempts_total", result="scheduled", profile="p") == 1
-    )
+    m.group_attempt("scheduled", "p", 0.003, "compositepodgroup")
+    attempts = "scheduler_podgroup_schedule_attempts_total"
+    for entity_type in ("podgroup", "compositepodgroup"):
+        assert value(r, attempts, result="scheduled", profile="p", type=entity_type) == 1
     assert (
         value(
             r,
             "scheduler_podgroup_scheduling_attempt_duration_seconds_count",
             result="unschedulable",
             profile="p",
+            type="podgroup",
         )
         == 1
     )

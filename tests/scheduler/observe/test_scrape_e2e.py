@@ -105,6 +105,7 @@ async def test_a_scrape_after_a_run_reports_what_happened(
             "scheduler_podgroup_schedule_attempts_total",
             result="scheduled",
             profile=PROFILE,
+            type="podgroup",
         )
         == 1
     )

@@ -191,7 +191,9 @@ class GroupCycle:
                 failure: Failure = (p.info, status, None)
                 self._reject(fwk, entity, policy, already, placed, [failure], "", start, cycle, why)
                 return
-        self.stats.group_attempt("scheduled", fwk.name, time.perf_counter() - start)
+        self.stats.group_attempt(
+            "scheduled", fwk.name, time.perf_counter() - start, _entity_type(ref)
+        )
         self.preemption.forget(ref.key)
         placed_keys = {p.info.key for p in placed}
         remainder = [k for k in entity.members if k not in placed_keys]
@@ -284,7 +286,7 @@ class GroupCycle:
         result = "error" if error else "unschedulable"
         if preemption is not None and preemption.result in ("preempted", "waiting"):
             result = "waiting_on_preemption"
-        self.stats.group_attempt(result, fwk.name, time.perf_counter() - start)
+        self.stats.group_attempt(result, fwk.name, time.perf_counter() - start, _entity_type(ref))
         if error:
             log.error("error scheduling gang", group=ref.key, message=message, profile=fwk.name)
         else:
@@ -323,6 +325,11 @@ class GroupCycle:
 def _noun(ref: GroupRef) -> str:
     """How messages call the group: ``gang``, or ``composite`` for a CompositePodGroup."""
     return "composite" if ref.composite else "gang"
+
+
+def _entity_type(ref: GroupRef) -> str:
+    """Upstream's ``type`` label of the pod-group attempt metrics."""
+    return "compositepodgroup" if ref.composite else "podgroup"
 
 
 def failures_message(failures: list[Failure]) -> str:

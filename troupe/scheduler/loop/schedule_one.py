@@ -286,7 +286,8 @@ class Scheduler:
         profile = members[0].pod.spec.scheduler_name if members else ""
         log.exception("scheduling attempt failed", entity=entity.key, profile=profile)
         if isinstance(entity, QueuedGroupInfo):
-            self.stats.group_attempt("error", profile, 0.0)
+            entity_type = "compositepodgroup" if entity.ref.composite else "podgroup"
+            self.stats.group_attempt("error", profile, 0.0, entity_type)
         else:
             self.stats.attempt("error", profile, 0.0)
         remaining = []

@@ -287,16 +287,17 @@ class SchedulerMetrics:
         )
         self.group_attempts = CounterFamily(
             "scheduler_podgroup_schedule_attempts_total",
-            "Number of attempts to schedule pod groups, by the result. 'unschedulable' "
+            "Number of attempts to schedule pod groups, by the result, scheduler profile "
+            "and entity type ('podgroup' or 'compositepodgroup'). 'unschedulable' "
             "means the group could not be scheduled, while 'error' means an internal "
             "scheduler problem.",
-            ["result", "profile"],
+            ["result", "profile", "type"],
             registry=r,
         )
         self.group_attempt_duration = HistogramFamily(
             "scheduler_podgroup_scheduling_attempt_duration_seconds",
             "Pod group scheduling attempt latency in seconds (the whole group's cycle).",
-            ["result", "profile"],
+            ["result", "profile", "type"],
             buckets=ATTEMPT_BUCKETS,
             registry=r,
         )
@@ -366,7 +367,7 @@ class SchedulerMetrics:
         r.register(self._state)
         # Children by the recording calls' raw arguments (before label mapping).
         self._attempts: dict[tuple[str, str], tuple[CounterChild, HistogramChild]] = {}
-        self._group_attempts: dict[tuple[str, str], tuple[CounterChild, HistogramChild]] = {}
+        self._group_attempts: dict[tuple[str, str, str], tuple[CounterChild, HistogramChild]] = {}
         self._requests: dict[tuple[str, str, str], tuple[CounterChild, HistogramChild]] = {}
         self._permit_waits: dict[str, HistogramChild] = {}
         self._partial_labels: set[tuple[str, str]] = set()
@@ -423,13 +424,16 @@ class SchedulerMetrics:
         pair[0].inc()
         pair[1].observe(seconds)
 
-    def group_attempt(self, result: str, profile: str, seconds: float) -> None:
+    def group_attempt(
+        self, result: str, profile: str, seconds: float, entity_type: str = "podgroup"
+    ) -> None:
         """One pod-group cycle (``AttemptStats`` group hook)."""
-        pair = self._group_attempts.get((result, profile))
+        labels = (result, profile, entity_type)
+        pair = self._group_attempts.get(labels)
         if pair is None:
-            pair = self._group_attempts[(result, profile)] = (
-                self.group_attempts.labels(result, profile),
-                self.group_attempt_duration.labels(result, profile),
+            pair = self._group_attempts[labels] = (
+                self.group_attempts.labels(*labels),
+                self.group_attempt_duration.labels(*labels),
             )
         pair[0].inc()
         pair[1].observe(seconds)

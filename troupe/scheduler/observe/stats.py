@@ -14,6 +14,8 @@ import numpy as np
 from troupe.queue.entity import QueuedEntity
 
 AttemptHook = Callable[[str, str, float], None]
+GroupAttemptHook = Callable[[str, str, float, str], None]
+"""(result, profile, seconds, entity type: ``podgroup`` | ``compositepodgroup``)."""
 """(result, profile, seconds) of one attempt."""
 BoundHook = Callable[[int, float], None]
 """(attempts, seconds since the pod first entered the active queue) of a bound pod."""
@@ -33,7 +35,7 @@ class AttemptStats:
         # Pod-group cycles (scheduler_podgroup_scheduling_attempt_duration_seconds).
         self.group_results: Counter[str] = Counter()
         self.group_attempt_seconds: list[float] = []
-        self.group_hooks: list[AttemptHook] = []
+        self.group_hooks: list[GroupAttemptHook] = []
         # Bound pods (scheduler_pod_scheduling_sli_duration_seconds, _attempts).
         self.bound_hooks: list[BoundHook] = []
         # Gang members of the running group cycles: (attempts, first active-queue
@@ -47,12 +49,16 @@ class AttemptStats:
         for hook in self.hooks:
             hook(result, profile, seconds)
 
-    def group_attempt(self, result: str, profile: str, seconds: float) -> None:
+    def group_attempt(
+        self, result: str, profile: str, seconds: float, entity_type: str = "podgroup"
+    ) -> None:
+        """One pod-group cycle; ``entity_type`` is upstream's ``type`` label:
+        ``podgroup``, or ``compositepodgroup`` for a CompositePodGroup (KEP-6012)."""
         self.group_results[result] += 1
         if self._keep:
             self.group_attempt_seconds.append(seconds)
         for hook in self.group_hooks:
-            hook(result, profile, seconds)
+            hook(result, profile, seconds, entity_type)
 
     def cycle(self, seconds: float) -> None:
         if self._keep:
