@@ -4,7 +4,8 @@ API server, with a node removed while scheduling is in progress.
 Complements ``tests/scheduler/gangs/test_gang_invariants.py`` (in process, one API, cpu
 only, a recording client): here the daemon talks HTTP to the embedded API server,
 gangs use all three APIs (scheduler-plugins PodGroup, Workload + workloadRef,
-v1alpha2 PodGroup + schedulingGroup), pods request cpu and memory on nodes with a
+v1alpha2 PodGroup + schedulingGroup) and 1.37 CompositePodGroups (a gang of a worker
+PodGroup and a driver PodGroup of one, minGroupCount 2), pods request cpu and memory on nodes with a
 small pod capacity, plain pods compete with the gangs, and the invariants are
 read from what the server committed, not from what the scheduler says it did.
 
@@ -16,9 +17,11 @@ Deleted pods are not re-created. Then a second wave of gangs is submitted.
 
 After the system settles, for every gang that lost no member to the removal, the
 number of its existing bound members is 0 or >= minCount (a gang that lost
-members cannot be made whole again: bindings are not undone). At every moment no
-node's cpu, memory or pod count is exceeded; no pod's nodeName changes once set; no
-UID is bound twice, and the server accepted at most one binding per pod.
+members cannot be made whole again: bindings are not undone); of a composite, each
+PodGroup has 0 or at least its minCount bound, and either both are at quorum or none.
+At every moment no node's cpu, memory or pod count is exceeded; no pod's nodeName
+changes once set; no UID is bound twice, and the server accepted at most one binding
+per pod.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ from tests.integration.test_gangs_e2e import GROUPS
 
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+# A CompositePodGroup gang: its workers (the gang's size and minCount) and a driver of
+# one, both or nothing.
+COMPOSITE = "composite"
 # Backoff of 1 s (instead of up to 10) keeps each example short.
 CONFIG = config_document(podInitialBackoffSeconds=1, podMaxBackoffSeconds=1)
 
@@ -80,7 +86,7 @@ nodes_st = st.lists(
 gang_st = st.integers(1, 5).flatmap(
     lambda size: st.builds(
         GangCfg,
-        api=st.sampled_from(sorted(GROUPS)),
+        api=st.sampled_from([*sorted(GROUPS), COMPOSITE]),
         size=st.just(size),
         min_count=st.integers(1, size),
         cpu_m=st.sampled_from([500, 1000, 2000]),
@@ -122,8 +128,43 @@ def plain(i: int, cpu_m: int) -> dict[str, Any]:
     return pod
 
 
+def composite_leaves(name: str, gang: GangCfg) -> dict[str, tuple[int, int]]:
+    """A composite gang's PodGroups: name -> (pods, minCount)."""
+    return {f"{name}w": (gang.size, gang.min_count), f"{name}d": (1, 1)}
+
+
+def submit_composite(cluster: SimCluster, name: str, gang: GangCfg) -> None:
+    cluster.store.create(
+        "compositepodgroups.scheduling.k8s.io",
+        {
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "workloadRef": {"workloadName": name, "templateName": "job"},
+                "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+            },
+        },
+    )
+    native = GangCfg("native", 1, 1, gang.cpu_m, gang.memory_mi, gang.tolerates)
+    for leaf, (size, min_count) in composite_leaves(name, gang).items():
+        cluster.store.create(
+            "podgroups.scheduling.k8s.io",
+            {
+                "metadata": {"name": leaf, "namespace": "default"},
+                "spec": {
+                    "schedulingPolicy": {"gang": {"minCount": min_count}},
+                    "parentCompositePodGroupName": name,
+                },
+            },
+        )
+        for i in range(size):
+            cluster.store.create("pods", member(native, leaf, i))
+
+
 def submit(cluster: SimCluster, gangs: dict[str, GangCfg]) -> None:
     for name, gang in gangs.items():
+        if gang.api == COMPOSITE:
+            submit_composite(cluster, name, gang)
+            continue
         kind, obj = GROUPS[gang.api](name, gang.min_count)
         cluster.store.create(kind, obj)
         for i in range(gang.size):
@@ -266,7 +307,9 @@ def check(
     event(f"gangs bound: {whole} of {len(gangs)}")
     event(f"gangs hit by the node removal: {len(hit & set(gangs))}")
     for name, gang in gangs.items():
-        if name not in hit:
+        if gang.api == COMPOSITE:
+            check_composite(name, gang, bound, hit)
+        elif name not in hit:
             assert bound[name] == 0 or bound[name] >= gang.min_count, (
                 f"gang {name} ({gang}) has {bound[name]} bound members"
             )
@@ -296,3 +339,17 @@ def test_gangs_through_the_api_server_are_never_partly_bound(
     remove: int | None,
 ) -> None:
     asyncio.run(scenario(nodes, gangs, plain_cpu, max(1, first_wave), remove))
+
+
+def check_composite(name: str, gang: GangCfg, bound: Counter[str], hit: set[str]) -> None:
+    leaves = composite_leaves(name, gang)
+    if hit & set(leaves):
+        return
+    at_quorum = 0
+    for leaf, (_, min_count) in leaves.items():
+        assert bound[leaf] == 0 or bound[leaf] >= min_count, (
+            f"PodGroup {leaf} of composite {name} ({gang}) has {bound[leaf]} bound members"
+        )
+        at_quorum += bound[leaf] >= min_count
+    event(f"composites bound: {at_quorum == len(leaves)}")
+    assert at_quorum in (0, len(leaves)), f"composite {name} ({gang}) partly bound: {bound}"
