@@ -55,7 +55,7 @@ async def test_troupe_sim_with_no_arguments_plays_the_default_scenario() -> None
     code, out, err = await troupe_sim()
     assert code == 0, err
     assert re.match(
-        r"Scenario 'default': 149 pods on 14 nodes \(144 cpu, 576Gi memory, 32 nvidia.com/gpu\)",
+        r"Scenario 'default': 158 pods on 14 nodes \(144 cpu, 576Gi memory, 32 nvidia.com/gpu\)",
         out,
     ), out
     assert row(out, "web")[1:] == ["40", "40", "0"]

@@ -117,5 +117,15 @@ async def test_the_default_scenario_tells_the_gang_story(tmp_path: Path) -> None
     assert "required pods fit" in impossible.message
     assert roles.impossible.name not in watch.bound
 
+    # The CompositePodGroup: its PodGroups are placed together, each at its quorum.
+    (composite,) = [s.composite for s in scenario.steps if s.composite is not None]
+    for leaf in composite.leaves():
+        row = rows[leaf.name]
+        assert row.api == "podgroup/v1beta1" and row.bound >= leaf.quorum, row
+    starts = [rows[leaf.name].first_bound for leaf in composite.leaves()]
+    assert all(t is not None for t in starts)
+    bound_at = [t for t in starts if t is not None]
+    assert max(bound_at) - min(bound_at) < 1.0, "the composite's groups bound apart"
+
     text = render_summary(summary)
     assert "Gangs:" in text and f"  {impossible.name}  gang default/" in text

@@ -15,6 +15,7 @@ from troupe.sim.scenario import (
     RUN_SECONDS_ANNOTATION,
     GangStep,
     ScenarioError,
+    composite_manifests,
     gang_manifests,
     load_scenario,
     pod_manifests,
@@ -89,7 +90,7 @@ def test_a_yaml_file_loads_with_camel_case_keys(tmp_path: Path) -> None:
         ),
         pytest.param(
             {"steps": [{"gang": {"name": "a", "size": 2}, "pods": {"name": "b"}}]},
-            "steps[0]: a step needs exactly one of pods, gang, addNodes, removeNodes",
+            "steps[0]: a step needs exactly one of pods, gang, composite, addNodes, removeNodes",
             id="a step with a gang and pods",
         ),
         pytest.param(
@@ -106,6 +107,55 @@ def test_a_yaml_file_loads_with_camel_case_keys(tmp_path: Path) -> None:
             {"steps": [{"gang": {"name": "a", "size": 3}}, {"pods": {"name": "a"}}]},
             "steps[1].pods.name: 'a' is already used by steps[0].gang.name",
             id="a pods step named like a gang",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 2, "apiVersion": "v1beta1"}}]},
+            "steps[0].gang: apiVersion: only api: podgroup has versions, not api: coscheduling",
+            id="a version of an api that has one",
+        ),
+        pytest.param(
+            {"steps": [{"composite": {"name": "c", "groups": []}}]},
+            "steps[0].composite.groups: List should have at least 1 item",
+            id="a composite without groups",
+        ),
+        pytest.param(
+            {
+                "steps": [
+                    {
+                        "composite": {
+                            "name": "c",
+                            "groups": [{"name": "a", "size": 1, "api": "workload"}],
+                        }
+                    }
+                ]
+            },
+            "steps[0].composite: groups[0].api: implied",
+            id="a composite child of another api",
+        ),
+        pytest.param(
+            {
+                "steps": [
+                    {
+                        "composite": {
+                            "name": "c",
+                            "minGroupCount": 0,
+                            "groups": [{"name": "a", "size": 1}],
+                        }
+                    }
+                ]
+            },
+            "steps[0].composite.minGroupCount",
+            id="minGroupCount 0",
+        ),
+        pytest.param(
+            {
+                "steps": [
+                    {"gang": {"name": "a", "size": 2}},
+                    {"composite": {"name": "c", "groups": [{"name": "a", "size": 1}]}},
+                ]
+            },
+            "steps[1].composite.groups[0].name: 'a' is already used by steps[0].gang.name",
+            id="a composite child named like a gang",
         ),
     ],
 )
@@ -251,3 +301,47 @@ def test_gang_manifests_optional_fields(
 def test_coscheduling_members_carry_the_pod_group_label() -> None:
     made = gang_manifests(GangStep(name="g", size=1))
     assert made.pods[0]["metadata"]["labels"] == {"app": "g", POD_GROUP_LABEL: "g"}
+
+
+def test_composite_manifests_make_the_composite_and_its_v1beta1_pod_groups() -> None:
+    scenario = load_scenario(
+        {
+            "steps": [
+                {
+                    "composite": {
+                        "name": "spark",
+                        "minGroupCount": 2,
+                        "groups": [
+                            {"name": "driver", "size": 1},
+                            {"name": "workers", "size": 8, "minMember": 6},
+                        ],
+                    }
+                }
+            ]
+        }
+    )
+    step = scenario.steps[0].composite
+    assert step is not None
+    composite, leaves = composite_manifests(step)
+    assert composite["apiVersion"] == "scheduling.k8s.io/v1alpha3"
+    assert composite["spec"] == {
+        "workloadRef": {"workloadName": "spark", "templateName": "spark"},
+        "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+    }
+    workers = leaves[1]
+    assert workers.group["apiVersion"] == "scheduling.k8s.io/v1beta1"
+    assert workers.group["spec"] == {
+        "schedulingPolicy": {"gang": {"minCount": 6}},
+        "parentCompositePodGroupName": "spark",
+    }
+    assert len(workers.pods) == 8
+    assert workers.pods[0]["spec"]["schedulingGroup"] == {"podGroupName": "workers"}
+    basic = step.model_copy(update={"min_group_count": None})
+    assert composite_manifests(basic)[0]["spec"]["schedulingPolicy"] == {"basic": {}}
+
+
+def test_the_default_scenario_shows_a_v1beta1_gang_and_a_composite() -> None:
+    scenario = load_scenario(DEFAULT_SCENARIO)
+    assert any(s.gang and s.gang.api_version == "v1beta1" for s in scenario.steps)
+    composites = [s.composite for s in scenario.steps if s.composite is not None]
+    assert composites and composites[0].min_group_count == len(composites[0].groups)

@@ -26,12 +26,14 @@ from troupe.api.quantity import format_quantity, parse_quantity
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 from troupe.sim.scenario import (
+    COMPOSITE_KIND,
     GangManifests,
     GangStep,
     NodeGroup,
     Scenario,
     ScenarioError,
     Step,
+    composite_manifests,
     gang_manifests,
     pod_manifests,
 )
@@ -207,7 +209,7 @@ class Tracker:
                 GangRow(
                     name=step.name,
                     namespace=step.namespace,
-                    api=step.api,
+                    api=step.api_label,
                     size=step.size,
                     min_member=step.quorum,
                     requests=f"{step.cpu} cpu, {step.memory}"
@@ -308,20 +310,17 @@ class ScenarioRunner:
             for pod in pods:
                 store.create("pods", pod, copy=False)
         elif step.gang is not None:
-            made = gang_manifests(step.gang)
             self._ensure_namespace(step.gang.namespace)
-            try:
-                store.resolve(made.kind)
-            except KeyError:
-                raise ScenarioError(
-                    f"gang {step.gang.name!r}: the cluster does not serve {made.kind}"
-                ) from None
-            self.tracker.add_gang(step.gang, made)
-            # The group object first, as operators create it (members that arrive
-            # before it wait in the queue either way, docs/gangs.md "Queueing").
-            store.create(made.kind, made.group, copy=False)
-            for pod in made.pods:
-                store.create("pods", pod, copy=False)
+            self._create_gang(step.gang, gang_manifests(step.gang))
+        elif step.composite is not None:
+            composite, leaves = composite_manifests(step.composite)
+            self._ensure_namespace(step.composite.namespace)
+            self._served(COMPOSITE_KIND, f"composite {step.composite.name!r}")
+            # The composite first, as a workload controller creates it, then each
+            # child PodGroup with its pods (docs/gangs.md "CompositePodGroups").
+            store.create(COMPOSITE_KIND, composite, copy=False)
+            for leaf, made in zip(step.composite.leaves(), leaves, strict=True):
+                self._create_gang(leaf, made)
         elif step.add_nodes is not None:
             self.cluster.add_nodes(node_spec(step.add_nodes))
         elif step.remove_nodes is not None:
@@ -330,6 +329,22 @@ class ScenarioRunner:
                 names += self.cluster.node_names[-step.remove_nodes.count :]
             for name in names:
                 self.cluster.remove_node(name)
+
+    def _served(self, kind: str, what: str) -> None:
+        try:
+            self.cluster.store.resolve(kind)
+        except KeyError:
+            raise ScenarioError(f"{what}: the cluster does not serve {kind}") from None
+
+    def _create_gang(self, step: GangStep, made: GangManifests) -> None:
+        store = self.cluster.store
+        self._served(made.kind, f"gang {step.name!r}")
+        self.tracker.add_gang(step, made)
+        # The group object first, as operators create it (members that arrive
+        # before it wait in the queue either way, docs/gangs.md "Queueing").
+        store.create(made.kind, made.group, copy=False)
+        for pod in made.pods:
+            store.create("pods", pod, copy=False)
 
     def _ensure_namespace(self, namespace: str) -> None:
         store = self.cluster.store

@@ -14,12 +14,21 @@ A scenario is YAML (format in ``docs/scenarios.md``)::
         pods: {name: huge, count: 1, cpu: "64"}
       - at: 4
         addNodes: {count: 2, cpu: "16", namePrefix: big}
+      - at: 5
+        composite:
+          name: spark
+          minGroupCount: 2
+          groups:
+            - {name: driver, size: 1}
+            - {name: workers, size: 8, minMember: 6}
     timeoutSeconds: 60
 
 ``load_scenario`` validates it (unknown keys rejected, with the path of the bad
-field); ``pod_manifests`` turns a pods step into pod objects and ``gang_manifests``
-a gang step into its group object and member pods. ``troupe.sim.runner`` plays the
-steps against the embedded cluster (``troupe sim``, the sim integration tests).
+field); ``pod_manifests`` turns a pods step into pod objects, ``gang_manifests``
+a gang step into its group object and member pods, and ``composite_manifests`` a
+composite step into a v1alpha3 CompositePodGroup and its v1beta1 PodGroups.
+``troupe.sim.runner`` plays the steps against the embedded cluster (``troupe sim``,
+the sim integration tests).
 """
 
 from __future__ import annotations
@@ -47,6 +56,9 @@ GANG_KINDS: Final[dict[str, str]] = {
 }
 # The one gang pod group a scenario's Workload declares (pods name it in workloadRef).
 WORKLOAD_POD_GROUP: Final = "workers"
+COMPOSITE_KIND: Final = "compositepodgroups.scheduling.k8s.io"
+# PodGroup versions a gang step may use (api: podgroup): 1.36's and 1.37's.
+PodGroupVersion = Literal["v1alpha2", "v1beta1"]
 
 
 class ScenarioError(ValueError):
@@ -107,6 +119,8 @@ class GangStep(_Model):
     run_seconds: float | None = Field(default=None, gt=0)
     priority_class_name: str = ""
     min_resources: dict[str, str | int] | None = None
+    # The PodGroup's version (api: podgroup only).
+    api_version: PodGroupVersion = "v1alpha2"
 
     @model_validator(mode="after")
     def _min_resources_needs_coscheduling(self) -> GangStep:
@@ -115,11 +129,47 @@ class GangStep(_Model):
                 f"minResources: only the scheduler-plugins PodGroup (api: coscheduling) "
                 f"has it, not api: {self.api}"
             )
+        if "api_version" in self.model_fields_set and self.api != "podgroup":
+            raise ValueError(f"apiVersion: only api: podgroup has versions, not api: {self.api}")
         return self
+
+    @property
+    def api_label(self) -> str:
+        """How the summary names the gang's API."""
+        if self.api == "podgroup" and self.api_version != "v1alpha2":
+            return f"podgroup/{self.api_version}"
+        return self.api
 
     @property
     def quorum(self) -> int:
         return self.size if self.min_member is None else self.min_member
+
+
+class CompositeStep(_Model):
+    """A v1alpha3 CompositePodGroup (KEP-6012) and its child v1beta1 PodGroups, each a
+    gang step of its own (``api`` and ``apiVersion`` are implied)."""
+
+    name: str
+    namespace: str = "default"
+    # Absent: the basic policy (children scheduled independently).
+    min_group_count: int | None = Field(default=None, ge=1)
+    groups: list[GangStep] = Field(min_length=1, max_length=8)
+
+    @model_validator(mode="after")
+    def _groups_are_pod_groups(self) -> CompositeStep:
+        for i, group in enumerate(self.groups):
+            for name in ("api", "api_version", "namespace", "min_resources"):
+                if name in group.model_fields_set:
+                    raise ValueError(
+                        f"groups[{i}].{to_camel(name)}: implied (a v1beta1 PodGroup in "
+                        "the composite's namespace)"
+                    )
+        return self
+
+    def leaves(self) -> list[GangStep]:
+        """The children as the gang steps they are."""
+        update = {"api": "podgroup", "api_version": "v1beta1", "namespace": self.namespace}
+        return [g.model_copy(update=update) for g in self.groups]
 
 
 class RemoveNodesStep(_Model):
@@ -131,14 +181,17 @@ class Step(_Model):
     at: float = Field(default=0.0, ge=0)
     pods: PodsStep | None = None
     gang: GangStep | None = None
+    composite: CompositeStep | None = None
     add_nodes: NodeGroup | None = None
     remove_nodes: RemoveNodesStep | None = None
 
     @model_validator(mode="after")
     def _one_action(self) -> Step:
-        actions = (self.pods, self.gang, self.add_nodes, self.remove_nodes)
+        actions = (self.pods, self.gang, self.composite, self.add_nodes, self.remove_nodes)
         if sum(a is not None for a in actions) != 1:
-            raise ValueError("a step needs exactly one of pods, gang, addNodes, removeNodes")
+            raise ValueError(
+                "a step needs exactly one of pods, gang, composite, addNodes, removeNodes"
+            )
         return self
 
 
@@ -158,14 +211,23 @@ class Scenario(_Model):
         # gang, or a pods step, of the same name in the namespace would collide.
         owner: dict[tuple[str, str], str] = {}
         for i, step in enumerate(self.steps):
-            action = step.gang or step.pods
-            if action is None:
-                continue
-            where = f"steps[{i}].{'gang' if step.gang else 'pods'}.name"
-            key = (action.namespace, action.name)
-            first = owner.setdefault(key, where)
-            if first != where and (step.gang is not None or first.endswith("gang.name")):
-                raise ValueError(f"{where}: {action.name!r} is already used by {first}")
+            named: list[tuple[str, GangStep | PodsStep | CompositeStep]] = []
+            if step.gang is not None:
+                named.append((f"steps[{i}].gang.name", step.gang))
+            if step.pods is not None:
+                named.append((f"steps[{i}].pods.name", step.pods))
+            if step.composite is not None:
+                named.append((f"steps[{i}].composite.name", step.composite))
+                named += [
+                    (f"steps[{i}].composite.groups[{j}].name", leaf)
+                    for j, leaf in enumerate(step.composite.leaves())
+                ]
+            for where, action in named:
+                key = (action.namespace, action.name)
+                first = owner.setdefault(key, where)
+                pods_only = where.endswith("pods.name") and first.endswith("pods.name")
+                if first != where and not pods_only:
+                    raise ValueError(f"{where}: {action.name!r} is already used by {first}")
         return self
 
 
@@ -264,8 +326,9 @@ class GangManifests:
     pods: list[dict[str, Any]]
 
 
-def gang_manifests(step: GangStep) -> GangManifests:
-    """The group object of ``step.api`` and the ``size`` member pods naming it."""
+def gang_manifests(step: GangStep, parent: str = "") -> GangManifests:
+    """The group object of ``step.api`` and the ``size`` member pods naming it
+    (``parent``: the CompositePodGroup a v1beta1 PodGroup is a child of)."""
     meta = {"name": step.name, "namespace": step.namespace}
     gang = {"minCount": step.quorum}
     labels = {"app": step.name}
@@ -288,7 +351,10 @@ def gang_manifests(step: GangStep) -> GangManifests:
         if step.priority_class_name:
             # KEP-5832: the group's own priority orders it in the queue.
             spec["priorityClassName"] = step.priority_class_name
-        group = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", "spec": spec}
+        if parent:
+            spec["parentCompositePodGroupName"] = parent
+        version = f"scheduling.k8s.io/{step.api_version}"
+        group = {"apiVersion": version, "kind": "PodGroup", "spec": spec}
         membership["schedulingGroup"] = {"podGroupName": step.name}
     pods = [
         _pod(f"{step.name}-{i}", step.namespace, dict(labels), step, membership)
@@ -297,15 +363,36 @@ def gang_manifests(step: GangStep) -> GangManifests:
     return GangManifests(GANG_KINDS[step.api], {**group, "metadata": meta}, pods)
 
 
+def composite_manifests(step: CompositeStep) -> tuple[dict[str, Any], list[GangManifests]]:
+    """The CompositePodGroup of ``step`` and, for each child, its PodGroup and pods."""
+    policy: dict[str, Any] = (
+        {"gang": {"minGroupCount": step.min_group_count}}
+        if step.min_group_count is not None
+        else {"basic": {}}
+    )
+    composite = {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": step.name, "namespace": step.namespace},
+        "spec": {
+            # KEP-6012: required; a scenario's composite stands for its own Workload.
+            "workloadRef": {"workloadName": step.name, "templateName": step.name},
+            "schedulingPolicy": policy,
+        },
+    }
+    return composite, [gang_manifests(leaf, parent=step.name) for leaf in step.leaves()]
+
+
 _GPU_WORKER: Final = {"cpu": "1", "memory": "4Gi", "gpus": 2}
 
 DEFAULT_SCENARIO: dict[str, Any] = {
     "name": "default",
     "description": (
         "Plain pods arriving over time on 10 CPU nodes and 4 GPU nodes (32 GPUs), one "
-        "too large for any node; two small gangs that fit; 'pretrain' holds 24 GPUs for "
-        "2 s while 'finetune', which needs all 32, waits holding nothing and is then "
-        "placed whole; 'giant' asks for 40 GPUs and never fits."
+        "too large for any node; two small gangs that fit; 'pretrain' (a 1.37 v1beta1 "
+        "PodGroup) holds 24 GPUs for 2 s while 'finetune', which needs all 32, waits "
+        "holding nothing and is then placed whole; 'giant' asks for 40 GPUs and never "
+        "fits; 'spark' is a CompositePodGroup of a driver and workers placed together."
     ),
     "nodes": [
         {"count": 10, "cpu": "8", "memory": "32Gi"},
@@ -326,8 +413,22 @@ DEFAULT_SCENARIO: dict[str, Any] = {
                 "name": "pretrain",
                 "size": 12,
                 "api": "podgroup",
+                "apiVersion": "v1beta1",
                 "runSeconds": 2,
                 **_GPU_WORKER,
+            },
+        },
+        # A role quorum (KEP-6012): a driver of one and 8 workers of which 6 must
+        # start, both or nothing.
+        {
+            "at": 0.5,
+            "composite": {
+                "name": "spark",
+                "minGroupCount": 2,
+                "groups": [
+                    {"name": "spark-driver", "size": 1, "cpu": "1"},
+                    {"name": "spark-workers", "size": 8, "minMember": 6, "cpu": "1"},
+                ],
             },
         },
         # Submitted while pretrain runs. Not at once: a retry triggered by pretrain's
