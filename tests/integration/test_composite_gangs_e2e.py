@@ -4,11 +4,13 @@ cycle, reported on its leaf PodGroups (the composite's own status stays empty in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from troupe.api.gangs import GangApi, GroupRef
 from troupe.scheduler.service.daemon import SchedulerDaemon
+from troupe.sim.apiserver.binding import bind
 from troupe.sim.cluster import SimCluster
 
 from tests.integration.conftest import Bindings, eventually, pod
@@ -243,3 +245,45 @@ async def test_a_basic_composite_places_its_children_independently(
         what="the big child told",
     )
     assert bound(bindings, "huge") == []
+
+
+async def test_a_composite_left_partly_bound_has_its_bound_members_evicted(
+    cluster: SimCluster, start_daemon: Callable[..., Any]
+) -> None:
+    """Two of three workers bound (by a scheduler that stopped mid-way), the driver and
+    the last worker pending with no room: past the timeout the bound workers go."""
+    first, second, third = cluster.node_names
+    for obj in (composite("job", 2), child("driver", 1, "job"), child("workers", 3, "job")):
+        cluster.store.create(
+            COMPOSITES if obj["kind"] == "CompositePodGroup" else "podgroups.scheduling.k8s.io",
+            obj,
+        )
+    cluster.store.create("pods", member("driver", 0))
+    for i in range(3):
+        cluster.store.create("pods", member("workers", i))
+    for i in range(2):
+        bind(cluster.store, "default", f"workers-{i}", {"target": {"name": first}})
+    for node, cpu in ((first, "2"), (second, "4"), (third, "4")):
+        cluster.store.create("pods", pod(f"filler-{node}", cpu=cpu, scheduler="other"))
+        bind(cluster.store, "default", f"filler-{node}", {"target": {"name": node}})
+    await start_daemon(gangScheduleTimeoutSeconds=2)
+
+    def partial_events() -> list[dict[str, Any]]:
+        return [
+            e
+            for e in cluster.store.list("events.events.k8s.io", namespace="default")
+            if e["regarding"]["name"] == "job" and e["reason"] == "GangPartiallyBound"
+        ]
+
+    await eventually(lambda: bool(partial_events()), timeout=10, what="the composite found")
+    await eventually(
+        lambda: (
+            not any(
+                p["metadata"]["name"] in ("workers-0", "workers-1")
+                for p in cluster.store.list("pods", "default")
+            )
+        ),
+        timeout=20,
+        what="the bound workers evicted",
+    )
+    assert not cluster.store.get("pods", "driver-0", "default")["spec"].get("nodeName")

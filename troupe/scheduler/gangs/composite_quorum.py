@@ -7,7 +7,8 @@ the attempt plus those placed now and asks ``troupe.api.composite.kept_leaves``:
 either the composite is satisfied (at least ``minGroupCount`` children, each at its
 own quorum, recursively) and the placements of leaves below their own quorum are
 handed back, or nothing of the attempt goes ahead. ``GangAdmission`` asks
-``holds`` again when a binding fails.
+``holds`` again when a binding fails, ``GangRecovery`` asks ``complete`` of a
+composite whose members are bound.
 """
 
 from __future__ import annotations
@@ -62,3 +63,11 @@ def split(
 def holds(tree: GroupNode, placed: Mapping[GroupKey, int]) -> bool:
     """Whether the composite is still satisfied with ``placed`` members per leaf."""
     return kept_leaves(tree, placed) is not None
+
+
+def complete(tree: GroupNode, placed: Mapping[GroupKey, int]) -> bool:
+    """No PodGroup of ``tree`` is bound below its own quorum and the composite holds:
+    what a composite whose members are all bound must be (the partial-gang check of
+    ``troupe.scheduler.gangs.recovery``)."""
+    short = any(0 < placed.get(leaf.key, 0) < max(leaf.min_count, 1) for leaf in tree.leaves())
+    return not short and holds(tree, placed)

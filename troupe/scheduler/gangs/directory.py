@@ -80,6 +80,8 @@ class GangDirectory:
         self._verdicts: dict[GroupKey, GangPolicy | GroupProblem] = {}
         self._member_problems: dict[GroupKey, GroupProblem] = {}
         self._placed: dict[GroupKey, set[PodKey]] = {}
+        # The group of each key in ``_placed`` (a composite's leaves roll up to it).
+        self._placed_refs: dict[GroupKey, GroupRef] = {}
         # Every existing pod naming a group, in any phase (scheduler-plugins counts
         # these against minMember), with the scheduler it names; kept from the pod
         # informer. Per group, how many members name each scheduler.
@@ -350,6 +352,7 @@ class GangDirectory:
             return
         self._remember(ref)
         self._placed.setdefault(ref.key, set()).add(pod.key)
+        self._placed_refs[ref.key] = ref
 
     def pod_unplaced(self, pod: Pod) -> None:
         """A member's placement was released (forgotten, unbound, or the pod deleted)."""
@@ -362,6 +365,7 @@ class GangDirectory:
         placed.discard(pod.key)
         if not placed:
             del self._placed[ref.key]
+            self._placed_refs.pop(ref.key, None)
 
     def pod_seen(self, pod: Pod) -> None:
         """A pod exists (added or updated): it counts as a member of the group it names
@@ -405,17 +409,31 @@ class GangDirectory:
         return set(self._members.get(key, ()))
 
     def placed_groups(self) -> list[GroupKey]:
-        """Every group with members bound or assumed."""
-        return list(self._placed)
+        """Every group with members bound or assumed: the entity's group, so a gang
+        CompositePodGroup stands for the PodGroups under it."""
+        keys: dict[GroupKey, None] = {}
+        for key in self._placed:
+            ref = self._placed_refs.get(key)
+            entity = self.entity_ref(ref) if ref is not None else None
+            if entity is not None and entity.composite and self.policy(entity) is not None:
+                keys[entity.key] = None
+            else:
+                keys[key] = None
+        return list(keys)
 
     def placed_members(self, key: GroupKey) -> set[PodKey]:
-        """Keys of the members bound or assumed (a copy)."""
+        """Keys of the members bound or assumed (a copy); of a composite, of every
+        PodGroup under it."""
+        tree = self.tree_of(key)
+        if tree is not None:
+            return {p for leaf in tree.leaves() for p in self._placed.get(leaf.key, ())}
         return set(self._placed.get(key, ()))
 
     def finished_count(self, key: GroupKey) -> int:
         """How many existing members have run to completion (Succeeded or Failed)."""
-        finished = self._finished.get(key)
-        return len(finished) if finished else 0
+        tree = self.tree_of(key)
+        keys = [leaf.key for leaf in tree.leaves()] if tree is not None else [key]
+        return sum(len(self._finished.get(k, ())) for k in keys)
 
     def _discard_finished(self, key: GroupKey, pod_key: PodKey) -> None:
         finished = self._finished.get(key)

@@ -48,11 +48,12 @@ from troupe.api.client import ApiError, SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.gangapi import parse_time
 from troupe.api.gangs import GangPolicy, GroupKey, GroupRef
-from troupe.api.objects import Pod
+from troupe.api.objects import Pod, PodKey
 from troupe.api.tasks import TaskSupervisor
 from troupe.queue.entity import QueuedGroupInfo
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cache import Cache
+from troupe.scheduler.gangs import composite_quorum
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.report import REASON_UNSCHEDULABLE, GangReporter
 from troupe.scheduler.observe.metrics import SchedulerMetrics
@@ -163,7 +164,7 @@ class GangRecovery:
         if self.groups.finished_count(key):
             return None  # a member ran to completion: the gang has run
         placed = self.groups.placed_members(key)
-        if not placed or len(placed) >= policy.min_count:
+        if not placed or self._complete(policy, placed):
             return None
         bound: list[Pod] = []
         for member in placed:
@@ -181,6 +182,13 @@ class GangRecovery:
         ):
             return None  # only replacements created after the gang was bound
         return entity, policy, bound
+
+    def _complete(self, policy: GangPolicy, placed: set[PodKey]) -> bool:
+        """The bound members make the gang whole: ``minCount`` of them, or for a
+        CompositePodGroup every PodGroup at 0 or its quorum and the composite's rule met."""
+        if policy.tree is None:
+            return len(placed) >= policy.min_count
+        return composite_quorum.complete(policy.tree, self.groups.leaf_placed(policy.tree))
 
     def _first_seen(
         self, entity: QueuedGroupInfo, policy: GangPolicy, bound: list[Pod], now: float
