@@ -18,6 +18,12 @@ is created and observed"). A group whose object is malformed is blocked by
 ``problem``, which says why, naming the object and the field. ``on_change`` callbacks hear
 about every group whose object appeared, changed its spec, or went away, so the queue
 can re-check gating (KEP-5832 "EventsToRegister": PodGroup created).
+
+CompositePodGroups (KEP-6012) come from the same informers (``upsert_composite`` /
+``remove_composite``). ``entity_ref`` names the group whose queue entity a PodGroup's
+pods join (the topmost gang composite above it); a composite group's policy carries
+its tree (``troupe.scheduler.gangs.composites``), and its placed members are those of
+the PodGroups under it.
 """
 
 from __future__ import annotations
@@ -171,9 +177,6 @@ class GangDirectory:
         if self._composites.pop(f"{namespace}/{name}", None) is not None:
             self._composites_changed(namespace)
 
-    def composite(self, namespace: str, name: str) -> CompositePodGroup | None:
-        return self._composites.get(f"{namespace}/{name}")
-
     def entity_ref(self, ref: GroupRef) -> GroupRef:
         """The group whose queue entity a pod of ``ref`` joins: the topmost gang
         CompositePodGroup above a v1beta1 PodGroup (KEP-6012: placed in one cycle),
@@ -194,7 +197,7 @@ class GangDirectory:
         that name it (at any depth), each level's quorum; None while the composite
         does not exist."""
         verdict = self._composite_verdicts.get(ref.key)
-        if isinstance(verdict, GangPolicy):
+        if verdict is not None:
             return verdict
         cpg = self._composites.get(ref.object_key)
         if cpg is None:
@@ -238,8 +241,10 @@ class GangDirectory:
         )
 
     def tree_of(self, key: GroupKey) -> GroupNode | None:
-        """The tree of the composite group ``key`` (None for another group)."""
-        verdict = self._composite_verdicts.get(key)
+        """The tree of the composite group ``key`` (None for another group, or a
+        composite whose object is gone)."""
+        ref = self._composite_refs.get(key)
+        verdict = self._composite_verdict(ref) if ref is not None else None
         return verdict.tree if verdict is not None else None
 
     def _composites_changed(self, namespace: str) -> None:
@@ -263,6 +268,10 @@ class GangDirectory:
                     refs.append(ref)
         for ref in refs:
             self._notify_ref(ref)
+        # Composites deleted: their groups were told (their pods move); forget them.
+        for key, ref in list(self._composite_refs.items()):
+            if ref.object_key not in self._composites:
+                del self._composite_refs[key]
 
     def _templates_changed(self, namespace: str, workload: str) -> None:
         for (api, object_key), obj in list(self._objects.items()):
