@@ -398,8 +398,7 @@ def _remembered(d: GangDirectory) -> int:
     return (
         sum(len(refs) for refs in d._refs.values())
         + len(d._verdicts)
-        + len(d._members)
-        + len(d._schedulers)
+        + d._tally.entries()
         + len(d._member_problems)
     )
 

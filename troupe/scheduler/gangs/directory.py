@@ -29,7 +29,7 @@ the PodGroups under it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TypeAlias, TypeVar
+from typing import TypeAlias
 
 import structlog
 
@@ -50,15 +50,12 @@ from troupe.api.gangapi_policy import PriorityLookup, policy_of
 from troupe.api.gangs import GangApi, GangPolicy, GroupKey, GroupProblem, GroupRef, group_ref_of
 from troupe.api.objects import Pod, PodKey
 from troupe.scheduler.gangs import composites
+from troupe.scheduler.gangs.members import MemberTally, RulesMoved
 
 log = structlog.get_logger("troupe.gangs")
 
-_K = TypeVar("_K", str, int)
 ChangeCallback: TypeAlias = Callable[[GroupRef], None]
 _ObjectKey: TypeAlias = tuple[GangApi, str]  # (api, "namespace/name")
-
-# How many pod names a members problem lists per scheduler name.
-_NAMES_SHOWN = 3
 
 
 def _object_key(api: GangApi, namespace: str, name: str) -> _ObjectKey:
@@ -88,18 +85,8 @@ class GangDirectory:
         self._placed: dict[GroupKey, set[PodKey]] = {}
         # The group of each key in ``_placed`` (a composite's leaves roll up to it).
         self._placed_refs: dict[GroupKey, GroupRef] = {}
-        # Every existing pod naming a group, in any phase (scheduler-plugins counts
-        # these against minMember), with the scheduler it names; kept from the pod
-        # informer. Per group, how many members name each scheduler.
-        self._members: dict[GroupKey, dict[PodKey, str]] = {}
-        self._group_of_member: dict[PodKey, GroupRef] = {}
-        self._schedulers: dict[GroupKey, dict[str, int]] = {}
-        # Standalone PodGroups (KEP-4671 1.37: members share the group's priority):
-        # each member's priority, and per group how many members have each value.
-        self._member_priority: dict[GroupKey, dict[PodKey, int]] = {}
-        self._priorities: dict[GroupKey, dict[int, int]] = {}
-        # Members that ran to completion (Succeeded or Failed): the gang started.
-        self._finished: dict[GroupKey, set[PodKey]] = {}
+        # Every existing pod naming a group, and what the member rules read.
+        self._tally = MemberTally()
         self._callbacks: list[ChangeCallback] = []
         self._watched: dict[GangApi, str] = {}
         # v1alpha3 CompositePodGroups by "namespace/name" (KEP-6012), and what was
@@ -381,41 +368,22 @@ class GangDirectory:
         (and no longer of a group it named before)."""
         ref = group_ref_of(pod)
         key = pod.key
-        if ref is None:
-            if key in self._group_of_member:
-                self._drop_member(key)
-            return
-        current = self._group_of_member.get(key)
+        current = self._tally.group_of(key)
         if current is not None and current != ref:
             self._drop_member(key)
-        self._remember(ref)
-        self._group_of_member[key] = ref
-        if pod.is_terminal:
-            self._finished.setdefault(ref.key, set()).add(key)
-        else:
-            self._discard_finished(ref.key, key)
-        members = self._members.setdefault(ref.key, {})
-        scheduler = pod.spec.scheduler_name
-        before = members.get(key)
-        self._priority_seen(ref, key, pod.spec.priority or 0)
-        if before == scheduler:
+        if ref is None:
             return
-        members[key] = scheduler
-        counts = self._schedulers.setdefault(ref.key, {})
-        distinct = len(counts)
-        if before is not None:
-            _decrement(counts, before)
-        counts[scheduler] = counts.get(scheduler, 0) + 1
-        self._schedulers_changed(ref, distinct)
+        self._remember(ref)
+        self._rules_moved(self._tally.seen(ref, pod))
 
     def pod_gone(self, pod: Pod) -> None:
         """A pod was deleted."""
-        if pod.key in self._group_of_member:
+        if self._tally.group_of(pod.key) is not None:
             self._drop_member(pod.key)
 
     def member_keys(self, key: GroupKey) -> set[PodKey]:
         """Keys of every existing pod naming the group (a copy)."""
-        return set(self._members.get(key, ()))
+        return self._tally.member_keys(key)
 
     def placed_groups(self) -> list[GroupKey]:
         """Every group with members bound or assumed: the entity's group, so a gang
@@ -442,75 +410,25 @@ class GangDirectory:
         """How many existing members have run to completion (Succeeded or Failed)."""
         tree = self.tree_of(key)
         keys = [leaf.key for leaf in tree.leaves()] if tree is not None else [key]
-        return sum(len(self._finished.get(k, ())) for k in keys)
-
-    def _discard_finished(self, key: GroupKey, pod_key: PodKey) -> None:
-        finished = self._finished.get(key)
-        if finished is not None:
-            finished.discard(pod_key)
-            if not finished:
-                del self._finished[key]
+        return sum(self._tally.finished(k) for k in keys)
 
     def _drop_member(self, pod_key: PodKey) -> None:
-        ref = self._group_of_member.pop(pod_key)
-        self._discard_finished(ref.key, pod_key)
-        self._priority_gone(ref, pod_key)
-        members = self._members.get(ref.key)
-        if members is None or (scheduler := members.pop(pod_key, None)) is None:
-            return
-        counts = self._schedulers[ref.key]
-        distinct = len(counts)
-        _decrement(counts, scheduler)
-        if not members:
-            del self._members[ref.key]
-            del self._schedulers[ref.key]
-        self._schedulers_changed(ref, distinct)
-        self._forget_if_unused(ref)
+        ref, moved = self._tally.drop(pod_key)
+        self._rules_moved(moved)
+        if ref is not None:
+            self._forget_if_unused(ref)
 
-    def _schedulers_changed(self, ref: GroupRef, distinct_before: int) -> None:
-        """Drop the cached members problem; while the members name (or named) more
-        than one scheduler, tell the queue, so it gates or releases the group at once."""
-        self._member_problems.pop(ref.key, None)
-        if distinct_before > 1 or len(self._schedulers.get(ref.key, ())) > 1:
-            self._notify_ref(ref)
-
-    def _priority_seen(self, ref: GroupRef, pod_key: PodKey, priority: int) -> None:
-        if ref.api is not GangApi.POD_GROUP:
-            return
-        priorities = self._member_priority.setdefault(ref.key, {})
-        before = priorities.get(pod_key)
-        if before == priority:
-            return
-        priorities[pod_key] = priority
-        counts = self._priorities.setdefault(ref.key, {})
-        values = set(counts)
-        if before is not None:
-            _decrement(counts, before)
-        counts[priority] = counts.get(priority, 0) + 1
-        self._priorities_changed(ref, values)
-
-    def _priority_gone(self, ref: GroupRef, pod_key: PodKey) -> None:
-        priorities = self._member_priority.get(ref.key)
-        if priorities is None or (priority := priorities.pop(pod_key, None)) is None:
-            return
-        counts = self._priorities[ref.key]
-        values = set(counts)
-        _decrement(counts, priority)
-        if not priorities:
-            del self._member_priority[ref.key]
-            del self._priorities[ref.key]
-        self._priorities_changed(ref, values)
-
-    def _priorities_changed(self, ref: GroupRef, values_before: set[int]) -> None:
-        """A priority value appeared among the members or left them: the members
-        problem may have come or gone, so the queue hears about the group."""
-        if set(self._priorities.get(ref.key, ())) != values_before:
+    def _rules_moved(self, moved: list[RulesMoved]) -> None:
+        """Drop the cached members problem of each group whose member rules' inputs
+        moved; tell the queue where the problem may have come or gone."""
+        for ref, notify in moved:
             self._member_problems.pop(ref.key, None)
-            self._notify_ref(ref)
+            if notify:
+                self._notify_ref(ref)
 
     def _forget_if_unused(self, ref: GroupRef) -> None:
         """Forget a group once its object and all its pods are gone."""
-        if ref.key in self._members:
+        if self._tally.has_members(ref.key):
             return
         if _object_key(ref.api, ref.namespace, ref.name) in self._objects:
             return
@@ -521,60 +439,23 @@ class GangDirectory:
         which fails the group with ``SchedulerError``: every member must name the same
         scheduler (the pods of one gang are placed in one cycle of one profile, and a
         member left to another scheduler would be placed without its gang), and the
-        members of a standalone PodGroup must have the group's priority."""
+        members of a standalone PodGroup must have the group's priority
+        (``troupe.scheduler.gangs.members``)."""
         found = self._member_problems.get(ref.key)
         if found is not None:
             return found
-        found = self._schedulers_problem(ref) or self._priority_problem(ref)
+        found = self._tally.schedulers_problem(ref)
+        if found is None:
+            verdict = self._verdict(ref)
+            obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
+            found = self._tally.priority_problem(
+                ref,
+                verdict.priority if isinstance(verdict, GangPolicy) else None,
+                obj.api_version if obj is not None else "",
+            )
         if found is not None:
             self._member_problems[ref.key] = found
         return found
-
-    def _schedulers_problem(self, ref: GroupRef) -> GroupProblem | None:
-        counts = self._schedulers.get(ref.key)
-        if counts is None or len(counts) < 2:
-            return None
-        by_scheduler: dict[str, list[str]] = {}
-        for pod_key, scheduler in self._members[ref.key].items():
-            by_scheduler.setdefault(scheduler, []).append(pod_key.partition("/")[2])
-        return GroupProblem(
-            ref,
-            "spec.schedulerName",
-            "all pods in a single pod group should have the same .spec.schedulerName set, "
-            "got "
-            + ", ".join(_describe(f'"{s}"', names) for s, names in sorted(by_scheduler.items())),
-            outcome="SchedulerError",
-        )
-
-    def _priority_problem(self, ref: GroupRef) -> GroupProblem | None:
-        """Upstream compares each member with the group's priority, which admission
-        always fills in; where the group has none (no class, no admission), troupe
-        compares the members with each other."""
-        counts = self._priorities.get(ref.key)
-        if not counts:
-            return None
-        verdict = self._verdict(ref)
-        group_priority = verdict.priority if isinstance(verdict, GangPolicy) else None
-        if len(counts) < 2 and (group_priority is None or group_priority in counts):
-            return None
-        by_priority: dict[int, list[str]] = {}
-        for pod_key, priority in self._member_priority[ref.key].items():
-            by_priority.setdefault(priority, []).append(pod_key.partition("/")[2])
-        message = (
-            "all pods in a single pod group should have the same priority as the pod "
-            "group's priority, got "
-            + ", ".join(_describe(str(p), names) for p, names in sorted(by_priority.items()))
-        )
-        if group_priority is not None:
-            message += f"; the pod group's priority is {group_priority}"
-        obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
-        return GroupProblem(
-            ref,
-            "spec.priority",
-            message,
-            api_version=obj.api_version if obj is not None else "",
-            outcome="SchedulerError",
-        )
 
     # --- refs and change notification -------------------------------------------------------
 
@@ -675,18 +556,3 @@ def _template_workload(obj: NativePodGroup) -> str:
         return obj.spec.workload_ref.workload_name if obj.spec.workload_ref else ""
     ref = obj.spec.pod_group_template_ref
     return ref.workload_name if ref is not None else ""
-
-
-def _decrement(counts: dict[_K, int], name: _K) -> None:
-    left = counts[name] - 1
-    if left:
-        counts[name] = left
-    else:
-        del counts[name]
-
-
-def _describe(value: str, pod_names: list[str]) -> str:
-    shown = sorted(pod_names)[:_NAMES_SHOWN]
-    more = len(pod_names) - len(shown)
-    listed = ", ".join(shown) + (f" and {more} more" if more else "")
-    return f"{value} ({listed})"
