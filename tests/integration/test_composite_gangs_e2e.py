@@ -127,6 +127,51 @@ async def test_role_quorum_binds_nothing_with_room_for_5_workers_and_driver_and_
     assert bindings.twice() == []
 
 
+def role_quorum_workload() -> dict[str, Any]:
+    """The v1alpha3 Workload of ``role_quorum``: a composite template of the driver and
+    worker templates (v1beta1, the version troupe watches, shows none of them)."""
+    templates = [
+        {"name": name, "schedulingPolicy": {"gang": {"minCount": count}}}
+        for name, count in (("driver", 1), ("workers", 6))
+    ]
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "Workload",
+        "metadata": {"name": "job", "namespace": "default"},
+        "spec": {
+            "compositePodGroupTemplates": [
+                {
+                    "name": "job",
+                    "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+                    "podGroupTemplates": templates,
+                }
+            ]
+        },
+    }
+
+
+async def test_role_quorum_with_its_v1alpha3_workload_binds_as_before(
+    cluster: SimCluster, daemon: SchedulerDaemon, tmp_path: Path
+) -> None:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    bindings = Bindings(cluster)
+    await apply(kubeconfig, role_quorum_workload(), *role_quorum())
+    await eventually(
+        lambda: len(bound(bindings, "workers")) == 8 and len(bound(bindings, "driver")) == 1,
+        timeout=30,
+        what="the driver and 8 workers bound",
+    )
+    for leaf in ("driver", "workers"):
+        await eventually(
+            lambda leaf=leaf: (condition(cluster, leaf) or {}).get("status") == "True",  # type: ignore[misc]
+            timeout=30,
+            what=f"{leaf} PodGroupInitiallyScheduled",
+        )
+    stored = cluster.store.get("workloads.v1alpha3.scheduling.k8s.io", "job", "default")
+    assert stored["spec"]["compositePodGroupTemplates"][0]["name"] == "job"
+    assert bindings.twice() == []
+
+
 async def test_a_cycle_of_composites_is_invalid_on_the_leaf_and_never_scheduled(
     cluster: SimCluster, daemon: SchedulerDaemon, tmp_path: Path
 ) -> None:

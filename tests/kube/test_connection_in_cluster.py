@@ -70,7 +70,7 @@ async def test_in_cluster_connects_with_the_service_account(
     api = await connect(None, None, True)
     async with api:
         assert api.configuration.host == https_server.url
-        assert await check_reachable(api) == "v1.36.0-troupe-sim"
+        assert await check_reachable(api) == "v1.37.0-troupe-sim"
         namespaces = await client.CoreV1Api(api).list_namespace()
         assert "kube-system" in [ns.metadata.name for ns in namespaces.items]
 

@@ -33,6 +33,7 @@ from troupe.kube.gang_informers import (
     GANG_PATHS,
     add_gang_informers,
     gang_informers,
+    templates_informer,
 )
 from troupe.scheduler.gangs import (
     GangDirectory,
@@ -481,3 +482,47 @@ async def test_pod_group_scheduled_is_written_and_never_regresses(cluster: Clust
     assert pod_group_scheduled_condition(
         await conditions(), "SchedulerError", "x", time.time()
     ) == [written]
+
+
+@pytest.mark.parametrize("version", ["scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2"])
+async def test_a_workload_of_composite_templates_reaches_the_templates_informer_without_them(
+    cluster: Cluster, version: str
+) -> None:
+    # compositePodGroupTemplates exist at v1alpha3 only: the watched version shows a
+    # Workload with no templates, which parses and names none.
+    composite_only = {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "Workload",
+        "metadata": {"name": "job"},
+        "spec": {
+            "compositePodGroupTemplates": [
+                {
+                    "name": "job",
+                    "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+                    "podGroupTemplates": [
+                        {"name": "driver", "schedulingPolicy": {"gang": {"minCount": 1}}}
+                    ],
+                }
+            ]
+        },
+    }
+    await cluster.send(
+        "POST", f"/apis/scheduling.k8s.io/v1alpha3/namespaces/{NS}/workloads", composite_only
+    )
+    seen: list[Any] = []
+    informer = templates_informer(
+        cluster.http,
+        RealClock(),
+        on_add=lambda _api, obj: seen.append(obj),
+        config=FAST,
+        api_version=version,
+    )
+    supervisor = TaskSupervisor("informers")
+    supervisor.spawn(informer.run())
+    try:
+        await eventually(lambda: bool(seen))
+        assert seen[0].metadata.name == "job"
+        assert seen[0].spec.pod_group_templates == []
+    finally:
+        informer.stop()
+        await supervisor.drain(timeout=2.0)

@@ -40,7 +40,7 @@ async def test_discovery_lists_the_composite_with_its_status_subresource(http: H
     code, listed = await http.get("/apis/scheduling.k8s.io/v1alpha3")
     assert code == 200
     names = {r["name"]: r for r in listed["resources"]}
-    assert set(names) == {"compositepodgroups", "compositepodgroups/status"}
+    assert set(names) == {"compositepodgroups", "compositepodgroups/status", "workloads"}
     assert names["compositepodgroups"]["kind"] == "CompositePodGroup"
     assert names["compositepodgroups"]["namespaced"] is True
     assert "watch" in names["compositepodgroups"]["verbs"]

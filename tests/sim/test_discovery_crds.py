@@ -7,8 +7,10 @@ import asyncio
 import copy
 from typing import Any
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client
+from troupe.sim.apiserver import ApiServer
 from troupe.sim.crds import POD_GROUP_CRD
 
 from tests.sim.conftest import Http
@@ -31,11 +33,23 @@ async def test_version_and_health(http: Http) -> None:
     _, version = await http.get("/version")
     assert (version["major"], version["minor"], version["gitVersion"]) == (
         "1",
+        "37",
+        "v1.37.0-troupe-sim",
+    )
+    assert version["emulationMinor"] == "37"
+    for path in ("/healthz", "/readyz", "/livez"):
+        assert await http.get(path) == (200, "ok")
+
+
+async def test_a_cluster_serving_the_1_36_versions_reports_1_36() -> None:
+    server = ApiServer(workload_versions=("v1alpha1", "v1alpha2"))
+    async with server, aiohttp.ClientSession() as session:
+        _, version = await Http(session, server.url).get("/version")
+    assert (version["minor"], version["emulationMinor"], version["gitVersion"]) == (
+        "36",
         "36",
         "v1.36.0-troupe-sim",
     )
-    for path in ("/healthz", "/readyz", "/livez"):
-        assert await http.get(path) == (200, "ok")
 
 
 async def test_core_discovery_lists_pod_subresources(http: Http) -> None:

@@ -82,31 +82,32 @@ def validate_composite_pod_group(obj: Obj) -> list[Cause]:
         for name in ("workloadName", "templateName"):
             if not ref.get(name):
                 causes.append(required(f"spec.workloadRef.{name}"))
-    policy = spec.get("schedulingPolicy")
-    path = "spec.schedulingPolicy"
+    causes += composite_policy("spec.schedulingPolicy", spec.get("schedulingPolicy"))
+    return causes + priority_at_most_highest("spec.priority", spec.get("priority"))
+
+
+def composite_policy(path: str, policy: object) -> list[Cause]:
+    """A CompositePodGroup's (or its template's) policy: exactly one of ``basic`` |
+    ``gang``, and ``gang.minGroupCount`` set and at least 1."""
     if policy is None:
-        causes.append(required(path))
-    else:
-        found, chosen = union(path, policy, ("basic", "gang"))
-        causes += found
-        if chosen == "gang":
-            gang = policy["gang"]
-            count = gang.get("minGroupCount") if isinstance(gang, dict) else None
-            field = f"{path}.gang.minGroupCount"
-            if not count:
-                causes.append(required(field))
-            elif not isinstance(count, int) or count < 1:
-                causes.append(invalid(field, count, "must be greater than or equal to 1"))
-    priority = spec.get("priority")
-    if isinstance(priority, int) and priority > HIGHEST_USER_DEFINABLE_PRIORITY:
-        causes.append(
-            invalid(
-                "spec.priority",
-                priority,
-                f"must be less than or equal to {HIGHEST_USER_DEFINABLE_PRIORITY}",
-            )
-        )
+        return [required(path)]
+    causes, chosen = union(path, policy, ("basic", "gang"))
+    if chosen == "gang" and isinstance(policy, dict):
+        gang = policy["gang"]
+        count = gang.get("minGroupCount") if isinstance(gang, dict) else None
+        field = f"{path}.gang.minGroupCount"
+        if not count:
+            causes.append(required(field))
+        elif not isinstance(count, int) or count < 1:
+            causes.append(invalid(field, count, "must be greater than or equal to 1"))
     return causes
+
+
+def priority_at_most_highest(path: str, priority: object) -> list[Cause]:
+    if isinstance(priority, int) and priority > HIGHEST_USER_DEFINABLE_PRIORITY:
+        detail = f"must be less than or equal to {HIGHEST_USER_DEFINABLE_PRIORITY}"
+        return [invalid(path, priority, detail)]
+    return []
 
 
 def _is_dns_subdomain(value: object) -> bool:

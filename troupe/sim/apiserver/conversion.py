@@ -12,8 +12,9 @@ One kind may be served at several (group, version)s over one storage:
   the same in both). Field selectors of the events.k8s.io view are translated to the
   core field labels before they are matched against stored objects.
 * The native ``podgroups`` and ``workloads`` of ``scheduling.k8s.io`` are stored in the
-  ``v1beta1`` shape and shown at ``v1alpha2`` through ``podgroup_conversion`` (Kubernetes
-  1.37 serves one object at every enabled version of its resource).
+  ``v1beta1`` shape (a Workload with its ``v1alpha3``-only ``compositePodGroupTemplates``)
+  and shown at every served version through ``podgroup_conversion`` (Kubernetes 1.37
+  serves one object at every enabled version of its resource).
 * CRDs served at several versions share storage with conversion strategy ``None``: only
   ``apiVersion`` is rewritten.
 
@@ -30,6 +31,7 @@ from troupe.sim.apiserver.podgroup_conversion import (
     pod_group_to_v1alpha2,
     pod_group_to_v1beta1,
     workload_identity,
+    workload_without_composites,
 )
 from troupe.sim.apiserver.resources import ResourceType
 from troupe.sim.apiserver.selectors import FieldRequirement, FieldSelector
@@ -58,7 +60,15 @@ SCHEDULING_GROUP: Final = "scheduling.k8s.io"
 # stored shape, from the stored shape).
 _VERSIONED: Final[dict[tuple[str, str, str], tuple[Converter, Converter]]] = {
     (SCHEDULING_GROUP, "podgroups", "v1alpha2"): (pod_group_to_v1beta1, pod_group_to_v1alpha2),
-    (SCHEDULING_GROUP, "workloads", "v1alpha2"): (workload_identity, workload_identity),
+    (SCHEDULING_GROUP, "workloads", "v1alpha2"): (
+        workload_without_composites,
+        workload_without_composites,
+    ),
+    (SCHEDULING_GROUP, "workloads", "v1beta1"): (
+        workload_without_composites,
+        workload_without_composites,
+    ),
+    (SCHEDULING_GROUP, "workloads", "v1alpha3"): (workload_identity, workload_identity),
 }
 
 

@@ -5,6 +5,7 @@ aggregated discovery v2 (``APIGroupDiscoveryList``, answered when the client's A
 header asks for it, as kubectl 1.30+ does), plus ``/version``. Versions are ordered by
 upstream's version priority (GA before beta before alpha, higher numbers first); the
 first is the preferred version. CRD kinds appear and disappear with their CRDs.
+``/version`` reports 1.37 when a 1.37 API is served, 1.36 otherwise.
 """
 
 from __future__ import annotations
@@ -20,12 +21,9 @@ from troupe.sim.apiserver.resources import (
     ResourceType,
 )
 
-VERSION_INFO: Final = {
+_VERSION_INFO: Final = {
     "major": "1",
-    "minor": "36",
     "emulationMajor": "1",
-    "emulationMinor": "36",
-    "gitVersion": "v1.36.0-troupe-sim",
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
     "buildDate": "2026-01-01T00:00:00Z",
@@ -33,10 +31,34 @@ VERSION_INFO: Final = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
+# (group, version, plural) first served by Kubernetes 1.37: the server reports 1.37 when
+# it serves one of them (``SimCluster(workload_versions=...)`` without them is 1.36).
+_SINCE_1_37: Final = (
+    ("scheduling.k8s.io", "v1beta1", "workloads"),
+    ("scheduling.k8s.io", "v1beta1", "podgroups"),
+    ("scheduling.k8s.io", "v1alpha3", "workloads"),
+    ("scheduling.k8s.io", "v1alpha3", "compositepodgroups"),
+)
 AGGREGATED_CONTENT_TYPE: Final = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 )
 _VERSION_RE: Final = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?")
+
+
+def kube_minor(registry: Registry) -> int:
+    """The Kubernetes minor version whose APIs the registry serves: 37 or 36."""
+    return 37 if any(registry.lookup(*gvr) is not None for gvr in _SINCE_1_37) else 36
+
+
+def version_info(registry: Registry) -> dict[str, str]:
+    """The ``/version`` document of a server serving ``registry``."""
+    minor = str(kube_minor(registry))
+    return {
+        **_VERSION_INFO,
+        "minor": minor,
+        "emulationMinor": minor,
+        "gitVersion": f"v1.{minor}.0-troupe-sim",
+    }
 
 
 def version_priority(version: str) -> tuple[int, int, int]:

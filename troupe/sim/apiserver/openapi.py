@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from troupe.sim.apiserver.discovery import kube_minor
 from troupe.sim.apiserver.events import dumps
 from troupe.sim.apiserver.resources import Registry, ResourceType
 
@@ -59,7 +60,7 @@ def group_version_document(registry: Registry, gv_path: str) -> dict[str, Any] |
         }
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.36.0"},
+        "info": {"title": "Kubernetes", "version": f"v1.{kube_minor(registry)}.0"},
         "paths": paths,
         "components": {"schemas": {}},
     }

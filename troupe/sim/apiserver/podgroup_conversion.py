@@ -13,8 +13,12 @@ resource; the embedded cluster stores them in the ``v1beta1`` shape (the hub) an
 - ``status.conditions`` are copied as they are, as upstream's generated conversion does
   (a ``metav1.Condition`` list is copied verbatim): a 1.37 scheduler's
   ``PodGroupInitiallyScheduled`` is what a v1alpha2 reader sees too.
-- Workload: the ``podGroupTemplates[]`` shape is the same at both versions; fields
-  v1alpha2 does not have are kept (upstream keeps them in an annotation to round-trip).
+- Workload: the ``podGroupTemplates[]`` shape is the same at every version. The stored
+  object also holds ``spec.compositePodGroupTemplates[]``, which only ``v1alpha3`` has
+  (KEP-6012): ``v1alpha3`` shows the stored object as it is, ``v1beta1`` and
+  ``v1alpha2`` drop the field both ways, as upstream's conversion drops a field its
+  peer version lacks (no annotation carries it). A write through those views keeps
+  what is stored (``workload_strategy.WorkloadStrategy``).
 
 Every function takes and returns a fresh dict and never changes its argument.
 """
@@ -25,6 +29,7 @@ from typing import Any, Final
 
 Obj = dict[str, Any]
 
+COMPOSITE_TEMPLATES: Final = "compositePodGroupTemplates"
 _DISRUPTION_TO_BETA: Final = {"Pod": "single", "PodGroup": "all"}
 _DISRUPTION_TO_ALPHA: Final = {beta: alpha for alpha, beta in _DISRUPTION_TO_BETA.items()}
 
@@ -77,5 +82,15 @@ def pod_group_to_v1alpha2(obj: Obj) -> Obj:
 
 
 def workload_identity(obj: Obj) -> Obj:
-    """The Workload's ``podGroupTemplates[]`` shape is the same at both versions."""
+    """The Workload's ``podGroupTemplates[]`` shape is the same at every version."""
     return dict(obj)
+
+
+def workload_without_composites(obj: Obj) -> Obj:
+    """A Workload as ``v1beta1`` and ``v1alpha2`` have it: no
+    ``compositePodGroupTemplates``, which only ``v1alpha3`` has."""
+    out = dict(obj)
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and COMPOSITE_TEMPLATES in spec:
+        out["spec"] = {k: v for k, v in spec.items() if k != COMPOSITE_TEMPLATES}
+    return out

@@ -1,8 +1,8 @@
 """Validation of the Kubernetes 1.37 ``scheduling.k8s.io/v1beta1`` PodGroup and Workload.
 
-``PodGroupStrategy`` and ``WorkloadStrategy`` refuse a write through ``v1beta1`` that
-upstream's validation refuses, with a 422 Invalid whose causes are upstream's field
-errors (pkg/apis/scheduling/validation and the declarative tags of
+``PodGroupStrategy`` and ``workload_strategy.WorkloadStrategy`` refuse a write through
+``v1beta1`` that upstream's validation refuses, with a 422 Invalid whose causes are
+upstream's field errors (pkg/apis/scheduling/validation and the declarative tags of
 staging/src/k8s.io/api/scheduling/v1beta1/types.go):
 
 - required fields (``schedulingPolicy``, ``gang.minCount``, ``workloadRef``'s two names,
@@ -21,7 +21,8 @@ staging/src/k8s.io/api/scheduling/v1beta1/types.go):
 
 Writes through ``v1alpha2`` are stored as given (converted to the stored shape), as the
 embedded cluster served that version before; status writes are not validated. Objects
-are checked in the stored (``v1beta1``) shape. ``strategies.new_store`` installs both.
+are checked in the stored (``v1beta1``) shape. ``strategies.new_store`` installs both;
+``workload_strategy`` and ``composite_strategy`` use the field-error helpers here.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ HIGHEST_USER_DEFINABLE_PRIORITY: Final = 1_000_000_000
 PREEMPTION_POLICIES: Final = ("Never", "PreemptLowerPriority")
 VALIDATED_VERSION: Final = "v1beta1"
 # Spec fields of a PodGroup (and of a template) that never change after create.
-_IMMUTABLE: Final = (
+TEMPLATE_IMMUTABLE: Final = (
     "schedulingConstraints",
     "resourceClaims",
     "disruptionMode",
@@ -50,10 +51,10 @@ _IMMUTABLE: Final = (
     "priority",
     "preemptionPolicy",
 )
-_POD_GROUP_IMMUTABLE: Final = ("workloadRef", "parentCompositePodGroupName", *_IMMUTABLE)
+_POD_GROUP_IMMUTABLE: Final = ("workloadRef", "parentCompositePodGroupName", *TEMPLATE_IMMUTABLE)
 
 
-def _show(value: Any) -> str:
+def show(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, bool | int | float) or value is None:
@@ -66,7 +67,7 @@ def required(path: str, detail: str = "") -> Cause:
 
 
 def invalid(path: str, value: Any, detail: str) -> Cause:
-    return path, "FieldValueInvalid", f"Invalid value: {_show(value)}: {detail}"
+    return path, "FieldValueInvalid", f"Invalid value: {show(value)}: {detail}"
 
 
 def too_many(path: str, count: int, limit: int) -> Cause:
@@ -93,7 +94,7 @@ def union(path: str, value: Any, members: tuple[str, ...]) -> tuple[list[Cause],
     return [], chosen[0]
 
 
-def _policy(path: str, policy: Any) -> tuple[list[Cause], str | None]:
+def pod_group_policy(path: str, policy: Any) -> tuple[list[Cause], str | None]:
     if policy is None:
         return [required(path)], None
     causes, chosen = union(path, policy, ("basic", "gang"))
@@ -108,7 +109,7 @@ def _policy(path: str, policy: Any) -> tuple[list[Cause], str | None]:
     return causes, chosen
 
 
-def _group_fields(path: str, spec: Obj, policy_kind: str | None) -> list[Cause]:
+def group_fields(path: str, spec: Obj, policy_kind: str | None) -> list[Cause]:
     """What a PodGroup spec and a PodGroupTemplate have in common."""
     causes: list[Cause] = []
     mode = spec.get("disruptionMode")
@@ -139,7 +140,7 @@ def _group_fields(path: str, spec: Obj, policy_kind: str | None) -> list[Cause]:
             (
                 f"{path}.preemptionPolicy",
                 "FieldValueNotSupported",
-                f"Unsupported value: {_show(preemption)}: supported values: {supported}",
+                f"Unsupported value: {show(preemption)}: supported values: {supported}",
             )
         )
     claims = spec.get("resourceClaims") or []
@@ -165,7 +166,7 @@ def _group_fields(path: str, spec: Obj, policy_kind: str | None) -> list[Cause]:
     return causes
 
 
-def _policy_update(path: str, new: Any, old: Any) -> list[Cause]:
+def policy_update(path: str, new: Any, old: Any) -> list[Cause]:
     """The policy's kind is fixed at create: ``basic`` is immutable, ``gang`` can be
     neither set nor unset; ``gang.minCount`` may change."""
     new, old = new or {}, old or {}
@@ -209,7 +210,7 @@ class PodGroupStrategy(Strategy):
         if spec.get("disruptionMode") is None and old_spec.get("disruptionMode") is not None:
             spec["disruptionMode"] = old_spec["disruptionMode"]
         causes = validate_pod_group(new)
-        causes += _policy_update(
+        causes += policy_update(
             "spec.schedulingPolicy", spec.get("schedulingPolicy"), old_spec.get("schedulingPolicy")
         )
         causes += immutable("spec", spec, old_spec, _POD_GROUP_IMMUTABLE)
@@ -221,86 +222,14 @@ def validate_pod_group(obj: Obj) -> list[Cause]:
     if not isinstance(obj.get("spec"), dict):
         return [required("spec")]
     spec = obj["spec"]
-    causes, kind = _policy("spec.schedulingPolicy", spec.get("schedulingPolicy"))
+    causes, kind = pod_group_policy("spec.schedulingPolicy", spec.get("schedulingPolicy"))
     ref = spec.get("workloadRef")
     if ref is not None:
         ref = ref if isinstance(ref, dict) else {}
         for name in ("workloadName", "templateName"):
             if not ref.get(name):
                 causes.append(required(f"spec.workloadRef.{name}"))
-    return causes + _group_fields("spec", spec, kind)
-
-
-class WorkloadStrategy(Strategy):
-    def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
-        if rt.version == VALIDATED_VERSION:
-            refuse(rt, obj, validate_workload(obj))
-
-    def prepare_update(
-        self, store: Store, rt: ResourceType, new: Obj, old: Obj, subresource: str | None
-    ) -> None:
-        if subresource is not None or rt.version != VALIDATED_VERSION:
-            return
-        causes = validate_workload(new)
-        spec, old_spec = spec_of(new), spec_of(old)
-        causes += immutable("spec", spec, old_spec, ("controllerRef",))
-        path = "spec.podGroupTemplates"
-        new_by_name = _by_name(spec.get("podGroupTemplates"))
-        old_by_name = _by_name(old_spec.get("podGroupTemplates"))
-        for name in sorted(set(new_by_name) - set(old_by_name)):
-            causes.append(forbidden(path, f'may not add item "{name}"'))
-        for name in sorted(set(old_by_name) - set(new_by_name)):
-            causes.append(forbidden(path, f'may not remove item "{name}"'))
-        for name in sorted(set(new_by_name) & set(old_by_name)):
-            (index, template), (_, before) = new_by_name[name], old_by_name[name]
-            at = f"{path}[{index}]"
-            causes += _policy_update(
-                f"{at}.schedulingPolicy",
-                template.get("schedulingPolicy"),
-                before.get("schedulingPolicy"),
-            )
-            causes += immutable(at, template, before, _IMMUTABLE)
-        refuse(rt, new, causes)
-
-
-def validate_workload(obj: Obj) -> list[Cause]:
-    """Upstream's field errors for a v1beta1 Workload (Kubernetes 1.37: templates of
-    PodGroups only; CompositePodGroup templates are v1alpha3)."""
-    if not isinstance(obj.get("spec"), dict):
-        return [required("spec")]
-    templates = obj["spec"].get("podGroupTemplates")
-    path = "spec.podGroupTemplates"
-    if not templates:
-        return [required(path, "must have at least one item")]
-    if not isinstance(templates, list):
-        return [invalid(path, templates, "must be a list")]
-    if len(templates) > MAX_TEMPLATES:
-        return [too_many(path, len(templates), MAX_TEMPLATES)]
-    causes: list[Cause] = []
-    seen: set[str] = set()
-    for index, template in enumerate(templates):
-        at = f"{path}[{index}]"
-        if not isinstance(template, dict):
-            causes.append(invalid(at, template, "must be an object"))
-            continue
-        name = template.get("name")
-        if not name:
-            causes.append(required(f"{at}.name"))
-        elif name in seen:
-            causes.append((f"{at}.name", "FieldValueDuplicate", f"Duplicate value: {_show(name)}"))
-        else:
-            seen.add(name)
-        found, kind = _policy(f"{at}.schedulingPolicy", template.get("schedulingPolicy"))
-        causes += found + _group_fields(at, template, kind)
-    return causes
-
-
-def _by_name(templates: Any) -> dict[str, tuple[int, Obj]]:
-    if not isinstance(templates, list):
-        return {}
-    return {
-        t["name"]: (i, t) for i, t in enumerate(templates) if isinstance(t, dict) and t.get("name")
-    }
+    return causes + group_fields("spec", spec, kind)
 
 
 def refuse(rt: ResourceType, obj: Obj, causes: list[Cause]) -> None:

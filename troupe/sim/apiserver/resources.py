@@ -11,8 +11,8 @@ core v1 (``"pods"``), ``"<plural>.<group>"`` otherwise (``"podgroups.scheduling.
 and ``"<plural>.<version>.<group>"`` where one group serves the same plural at several
 versions with different schemas (the two built-in ``workloads.scheduling.k8s.io``).
 events.k8s.io/v1 Events share the core ``"events"`` storage (``shares_storage_of``); the
-alias ``"events.events.k8s.io"`` still resolves to their type. The v1alpha2 Workload shares
-the v1beta1 Workload's storage, and both PodGroup versions share
+alias ``"events.events.k8s.io"`` still resolves to their type. The v1alpha2 and v1alpha3
+Workloads share the v1beta1 Workload's storage, and both PodGroup versions share
 ``"podgroups.scheduling.k8s.io"`` (``conversion.py`` converts); a kind key with a version
 (``"workloads.v1alpha2.scheduling.k8s.io"``) names that version's view.
 """
@@ -229,12 +229,23 @@ BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
     ResourceType(
         "scheduling.k8s.io", "v1alpha1", "Workload", "workloads", True, versioned_key=True
     ),
-    # Kubernetes 1.37: one Workload and one PodGroup served at v1beta1 and v1alpha2,
-    # stored in the v1beta1 shape (the first registered version is the storage one).
+    # Kubernetes 1.37: one Workload and one PodGroup served at v1beta1 and v1alpha2 (and
+    # the Workload at v1alpha3), stored in the v1beta1 shape (the first registered
+    # version is the storage one) plus the Workload's compositePodGroupTemplates.
     ResourceType("scheduling.k8s.io", "v1beta1", "Workload", "workloads", True, versioned_key=True),
     ResourceType(
         "scheduling.k8s.io",
         "v1alpha2",
+        "Workload",
+        "workloads",
+        True,
+        shares_storage_of="workloads.v1beta1.scheduling.k8s.io",
+    ),
+    # Kubernetes 1.37: the same Workload at v1alpha3, the only version with
+    # compositePodGroupTemplates (KEP-6012).
+    ResourceType(
+        "scheduling.k8s.io",
+        "v1alpha3",
         "Workload",
         "workloads",
         True,
@@ -293,7 +304,8 @@ class Registry:
         self._by_gvr[(rt.group, rt.version, rt.plural)] = rt
         self._by_key.setdefault(rt.key, []).append(rt)
         if rt.shares_storage_of:
-            self._aliases[f"{rt.plural}.{rt.group}"] = rt
+            # The first view keeps the alias (``workloads.scheduling.k8s.io``: v1alpha2).
+            self._aliases.setdefault(f"{rt.plural}.{rt.group}", rt)
 
     def remove(self, rt: ResourceType) -> None:
         self._by_gvr.pop((rt.group, rt.version, rt.plural), None)

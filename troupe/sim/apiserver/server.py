@@ -196,7 +196,7 @@ class ApiServer:
         if head in _HEALTH:
             return web.Response(text="ok", content_type="text/plain")
         if head == "version":
-            return json_response(discovery.VERSION_INFO)
+            return json_response(discovery.version_info(self.store.registry))
         registry = self.store.registry
         if head == "openapi" and len(parts) > 1 and parts[1] == "v3":
             doc = (

@@ -27,10 +27,11 @@ from troupe.sim.apiserver.composite_strategy import CompositePodGroupStrategy
 from troupe.sim.apiserver.disruption import DisruptionController
 from troupe.sim.apiserver.event_strategy import EventStrategy
 from troupe.sim.apiserver.events import ADDED, DELETED, MODIFIED, WatchEvent
-from troupe.sim.apiserver.podgroup_strategy import PodGroupStrategy, WorkloadStrategy
+from troupe.sim.apiserver.podgroup_strategy import PodGroupStrategy
 from troupe.sim.apiserver.pods import SYSTEM_PRIORITY_CLASSES, PodStrategy
 from troupe.sim.apiserver.resources import Registry, ResourceType
 from troupe.sim.apiserver.store import Obj, Store, Strategy
+from troupe.sim.apiserver.workload_strategy import WorkloadStrategy
 
 # The versions of the native Workload, PodGroup and CompositePodGroup a Kubernetes 1.37
 # cluster serves (v1alpha3: the CompositePodGroup only).
