@@ -10,6 +10,13 @@
 of a pod's attempt from pop to the API server accepting its binding.
 ``events_written_seconds`` is when the last ``Scheduled`` event had been written
 (events yield to bindings and follow the burst).
+
+CPU per pod, from the operating system's accounting of each process over the timed
+burst (first pop to last binding; for bind-only, first to last binding):
+``cpu_us_per_pod`` the scheduler's process, ``server_cpu_us_per_pod`` the API
+server's; ``bind_only_client_cpu_us_per_pod`` and ``bind_only_server_cpu_us_per_pod``
+the same for the bind-only run. ``--profile-server FILE`` writes a cProfile of the
+troupe run's API server to FILE.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pods", type=int, default=10000)
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--profile", action="store_true", help="cProfile the troupe run")
+    p.add_argument("--profile-server", default="", help="cProfile the troupe run's API server")
     p.add_argument("--qps", type=float, default=100_000.0, help="client write limit, both runs")
 
 
@@ -54,7 +62,15 @@ def server_argv(args: argparse.Namespace) -> list[str]:
     ]
 
 
-async def troupe_run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, float]:
+def cpu_seconds() -> float:
+    """This process's user + system CPU seconds so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def troupe_run(
+    args: argparse.Namespace, kubeconfig: Path, server: ServerProcess
+) -> dict[str, float]:
     # kube-scheduler's default client limit (qps 50) would cap any scheduler at 50
     # bindings/s; scheduler_perf raises it too. Both runs use the same limit.
     config = load_config(
@@ -75,9 +91,11 @@ async def troupe_run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, fl
     scheduler = daemon.scheduler
     assert scheduler is not None
     start = time.perf_counter()
+    cpu, server_cpu = cpu_seconds(), server.cpu_seconds()
     while scheduler.stats.results["scheduled"] < args.pods:
         await asyncio.sleep(0.01)
     seconds = time.perf_counter() - start
+    cpu, server_cpu = cpu_seconds() - cpu, server.cpu_seconds() - server_cpu
     # Events yield to bindings and follow the burst: say when they were all written.
     await scheduler.writer.flush(timeout=60)
     events_seconds = time.perf_counter() - start
@@ -88,10 +106,14 @@ async def troupe_run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, fl
         "pods_per_second": args.pods / seconds,
         "p99_e2e_ms": scheduler.stats.percentile_ms(99, "attempt"),
         "p99_cycle_ms": scheduler.stats.percentile_ms(99, "cycle"),
+        "cpu_us_per_pod": cpu / args.pods * 1e6,
+        "server_cpu_us_per_pod": server_cpu / args.pods * 1e6,
     }
 
 
-async def bind_only(args: argparse.Namespace, kubeconfig: Path) -> float:
+async def bind_only(
+    args: argparse.Namespace, kubeconfig: Path, server: ServerProcess
+) -> dict[str, float]:
     api = await connect(str(kubeconfig), None, False, pool_size=args.concurrency)
     client = KubeClient(
         api,
@@ -114,29 +136,38 @@ async def bind_only(args: argparse.Namespace, kubeconfig: Path) -> float:
             await client.bind(p, f"node-{i % args.nodes}")
 
     start = time.perf_counter()
+    cpu, server_cpu = cpu_seconds(), server.cpu_seconds()
     await asyncio.gather(*(one(i, p) for i, p in enumerate(pods)))
     seconds = time.perf_counter() - start
+    cpu, server_cpu = cpu_seconds() - cpu, server.cpu_seconds() - server_cpu
     await api.close()
-    return args.pods / seconds
+    return {
+        "pods_per_second": args.pods / seconds,
+        "cpu_us_per_pod": cpu / args.pods * 1e6,
+        "server_cpu_us_per_pod": server_cpu / args.pods * 1e6,
+    }
 
 
 async def _main(args: argparse.Namespace) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
-        async with ServerProcess(server_argv(args), kubeconfig):
+        argv = server_argv(args)
+        if args.profile_server:
+            argv += ["--profile", args.profile_server]
+        async with ServerProcess(argv, kubeconfig) as server:
             if args.profile:
                 import cProfile
                 import pstats
 
                 prof = cProfile.Profile()
                 prof.enable()
-                troupe = await troupe_run(args, kubeconfig)
+                troupe = await troupe_run(args, kubeconfig, server)
                 prof.disable()
                 pstats.Stats(prof).sort_stats("tottime").print_stats(40)
             else:
-                troupe = await troupe_run(args, kubeconfig)
-        async with ServerProcess(server_argv(args), kubeconfig):
-            limit = await bind_only(args, kubeconfig)
+                troupe = await troupe_run(args, kubeconfig, server)
+        async with ServerProcess(server_argv(args), kubeconfig) as server:
+            limit = await bind_only(args, kubeconfig, server)
     return {
         "pods": args.pods,
         "nodes": args.nodes,
@@ -144,10 +175,14 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
         "seconds": round(troupe["seconds"], 3),
         "events_written_seconds": round(troupe["events_seconds"], 3),
         "pods_per_second": round(troupe["pods_per_second"], 1),
-        "bind_only_pods_per_second": round(limit, 1),
-        "ratio": round(troupe["pods_per_second"] / limit, 3),
+        "bind_only_pods_per_second": round(limit["pods_per_second"], 1),
+        "ratio": round(troupe["pods_per_second"] / limit["pods_per_second"], 3),
         "p99_e2e_ms": round(troupe["p99_e2e_ms"], 2),
         "p99_cycle_ms": round(troupe["p99_cycle_ms"], 3),
+        "cpu_us_per_pod": round(troupe["cpu_us_per_pod"], 1),
+        "server_cpu_us_per_pod": round(troupe["server_cpu_us_per_pod"], 1),
+        "bind_only_client_cpu_us_per_pod": round(limit["cpu_us_per_pod"], 1),
+        "bind_only_server_cpu_us_per_pod": round(limit["server_cpu_us_per_pod"], 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 
