@@ -59,7 +59,7 @@ from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Pod
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
-from troupe.api.status import SUCCESS, Code, Status
+from troupe.api.status import CODE_NAMES, SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
 from troupe.scheduler.framework import runners
 from troupe.scheduler.framework.diagnosis import (
@@ -479,7 +479,7 @@ class Framework:
     # --- timing ----------------------------------------------------------------------
 
     def _point_timed(self, point: str, start: float, status: Status) -> None:
-        self.observe(point, "", status.code.name, time.perf_counter() - start)
+        self.observe(point, "", CODE_NAMES[status.code], time.perf_counter() - start)
 
     def _plugin_timed(self, point: str, plugin: str, start: float, status: Status) -> None:
-        self.observe(point, plugin, status.code.name, time.perf_counter() - start)
+        self.observe(point, plugin, CODE_NAMES[status.code], time.perf_counter() - start)
