@@ -20,7 +20,8 @@ errors as ``running "<Plugin>" <point> plugin: <error>``.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import structlog
@@ -48,6 +49,7 @@ from troupe.api.framework import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueSortKey,
     QueueSortPlugin,
     ReservePlugin,
     ScoreExtensions,
@@ -97,6 +99,11 @@ class _NoNominations:
 
     def delete(self, key: str) -> None:
         return None
+
+
+def _default_sort_key(entity: Sortable) -> tuple[Any, ...]:
+    """``Framework.less`` without a QueueSort plugin, as a key."""
+    return (-entity.priority, entity.timestamp, entity.key)
 
 
 class Framework:
@@ -217,6 +224,16 @@ class Framework:
         if self.queue_sort is None:
             return (-a.priority, a.timestamp, a.key) < (-b.priority, b.timestamp, b.key)
         return self.queue_sort.less(a, b)
+
+    @property
+    def sort_key(self) -> Callable[[Sortable], tuple[Any, ...]] | None:
+        """``less`` as a key, when the QueueSort plugin gives its order as one
+        (``QueueSortKey``); None when only ``less`` can order entities."""
+        if self.queue_sort is None:
+            return _default_sort_key
+        if isinstance(self.queue_sort, QueueSortKey):
+            return self.queue_sort.sort_key
+        return None
 
     def run_pre_enqueue(self, pod: Pod) -> Status:
         """SUCCESS, or the first plugin's gate. Timed per point only: there is no

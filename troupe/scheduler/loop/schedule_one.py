@@ -123,6 +123,7 @@ class Scheduler:
             groups=self.groups,
             on_incoming=metrics.incoming if metrics is not None else None,
             nominator=nominator,
+            sort_key=first.sort_key,
         )
         if metrics is not None:
             metrics.attach(self.queue, self.cache, self.clock)
