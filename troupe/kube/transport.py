@@ -295,8 +295,12 @@ class HttpTransport:
 
     async def _refresh_auth(self) -> None:
         # The configuration's token-refresh hook runs on every request (in-cluster
-        # tokens rotate); it costs about a microsecond. The header lines are only
-        # re-rendered when the token changed.
+        # tokens rotate). The header lines are only re-rendered when the token changed.
+        if not self._auth and "BearerToken" not in self._api.configuration.api_key:
+            # No bearer token (client certificates, or no credentials): the client
+            # would add no header and call no hook, so there is nothing to ask it
+            # (two coroutines on every request).
+            return
         auth: dict[str, str] = {}
         await self._api.update_params_for_auth(auth, [], ["BearerToken"])
         if auth != self._auth:
