@@ -33,7 +33,7 @@ import structlog
 from troupe.api.client import Event, SchedulerClient, WriteFenced
 from troupe.api.clock import Clock, RealClock
 from troupe.api.objects import Pod, PodCondition
-from troupe.api.tasks import TaskSupervisor
+from troupe.api.tasks import BoundedSupervisor, TaskSupervisor
 
 log = structlog.get_logger("troupe.writer")
 
@@ -50,7 +50,7 @@ class BackgroundWriter:
         *,
         workers: int = 4,
         event_capacity: int = 10000,
-        bindings: TaskSupervisor | None = None,
+        bindings: BoundedSupervisor | None = None,
         event_hold: float = EVENT_HOLD_SECONDS,
         clock: Clock | None = None,
     ) -> None:
