@@ -4,6 +4,9 @@
 ``--pods`` pods of 100m / 500Mi scheduled with the default profile through the whole
 engine (queue, framework, cache, binding cycle). Bindings go to an in-process client
 that echoes them back like the watch would. Reports scheduling decisions per second.
+
+``--callgrind``, under ``valgrind --tool=callgrind --instr-atstart=no``, counts
+instructions from the frozen heap to the last binding only (as ``bench e2e``'s).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from troupe.scheduler.service.handlers import ClusterEventHandlers
 from troupe.scheduler.service.logs import configure_logging
 
 from bench import server
+from bench.e2e import callgrind_instrumentation
 from bench.inprocess import EchoClient
 
 
@@ -32,6 +36,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--existing-pods", type=int, default=1000)
     p.add_argument("--pods", type=int, default=10000)
     p.add_argument("--profile", action="store_true", help="run under cProfile, print top 25")
+    p.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="under valgrind's callgrind: count instructions over the burst only",
+    )
 
 
 def make_node(i: int) -> Node:
@@ -60,6 +69,8 @@ async def _run(args: argparse.Namespace) -> dict[str, float]:
     for pod in pods:
         handlers.on_pod_add(pod)
     freeze_long_lived()  # as the daemon does once its caches are synced
+    if args.callgrind:
+        callgrind_instrumentation("on")
     start = time.perf_counter()
     loop = asyncio.create_task(scheduler.run())
     while scheduler.stats.results["scheduled"] < args.pods:
@@ -67,6 +78,8 @@ async def _run(args: argparse.Namespace) -> dict[str, float]:
         if loop.done():
             break
     seconds = time.perf_counter() - start
+    if args.callgrind:
+        callgrind_instrumentation("off")
     await scheduler.stop()
     await loop
     scheduled = scheduler.stats.results["scheduled"]

@@ -10,6 +10,24 @@
 of a pod's attempt from pop to the API server accepting its binding.
 ``events_written_seconds`` is when the last ``Scheduled`` event had been written
 (events yield to bindings and follow the burst).
+
+CPU per pod, from the operating system's accounting of each process over the timed
+burst (first pop to last binding; for bind-only, first to last binding):
+``cpu_us_per_pod`` the scheduler's process, ``server_cpu_us_per_pod`` the API
+server's; ``bind_only_client_cpu_us_per_pod`` and ``bind_only_server_cpu_us_per_pod``
+the same for the bind-only run. ``total_cpu_us_per_pod`` and
+``total_server_cpu_us_per_pod`` run on until the last ``Scheduled`` event is written:
+all the work per pod, however much of it overlapped the burst (a slow burst lets
+events start within it). ``--profile-server FILE`` writes a cProfile of the
+troupe run's API server to FILE.
+
+``--callgrind``, with the bench itself run under ``valgrind --tool=callgrind
+--instr-atstart=no``, counts the scheduler's instructions over the troupe burst
+only (``callgrind_control`` switches the instrumentation on at the first pop and off
+at the last binding), with events held until the burst is bound (at valgrind's pace
+they would start inside it); the bind-only run is skipped. Instruction counts do not
+move with the machine's load, so two builds compare to a fraction of a percent
+where CPU time per pod spreads by tens of percent on a busy machine.
 """
 
 from __future__ import annotations
@@ -17,7 +35,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -40,7 +60,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pods", type=int, default=10000)
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--profile", action="store_true", help="cProfile the troupe run")
+    p.add_argument("--profile-server", default="", help="cProfile the troupe run's API server")
     p.add_argument("--qps", type=float, default=100_000.0, help="client write limit, both runs")
+    p.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="under valgrind's callgrind: count the scheduler's instructions over the burst",
+    )
 
 
 def server_argv(args: argparse.Namespace) -> list[str]:
@@ -54,7 +80,22 @@ def server_argv(args: argparse.Namespace) -> list[str]:
     ]
 
 
-async def troupe_run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, float]:
+def callgrind_instrumentation(state: str) -> None:
+    """Switch callgrind's instrumentation of this process ``on`` or ``off``."""
+    subprocess.run(
+        ["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True
+    )
+
+
+def cpu_seconds() -> float:
+    """This process's user + system CPU seconds so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def troupe_run(
+    args: argparse.Namespace, kubeconfig: Path, server: ServerProcess
+) -> dict[str, float]:
     # kube-scheduler's default client limit (qps 50) would cap any scheduler at 50
     # bindings/s; scheduler_perf raises it too. Both runs use the same limit.
     config = load_config(
@@ -74,13 +115,23 @@ async def troupe_run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, fl
     await daemon.start()
     scheduler = daemon.scheduler
     assert scheduler is not None
+    if args.callgrind:
+        scheduler.writer.event_hold = 1e9  # until the bindings drain
+        callgrind_instrumentation("on")
     start = time.perf_counter()
+    cpu_start, server_cpu_start = cpu_seconds(), server.cpu_seconds()
     while scheduler.stats.results["scheduled"] < args.pods:
         await asyncio.sleep(0.01)
     seconds = time.perf_counter() - start
+    cpu, server_cpu = cpu_seconds() - cpu_start, server.cpu_seconds() - server_cpu_start
+    if args.callgrind:
+        callgrind_instrumentation("off")
     # Events yield to bindings and follow the burst: say when they were all written.
     await scheduler.writer.flush(timeout=60)
     events_seconds = time.perf_counter() - start
+    # All the work per pod, events included, whether they overlapped the burst or not.
+    total_cpu = cpu_seconds() - cpu_start
+    total_server_cpu = server.cpu_seconds() - server_cpu_start
     await daemon.stop(grace=5)
     return {
         "seconds": seconds,
@@ -88,10 +139,16 @@ async def troupe_run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, fl
         "pods_per_second": args.pods / seconds,
         "p99_e2e_ms": scheduler.stats.percentile_ms(99, "attempt"),
         "p99_cycle_ms": scheduler.stats.percentile_ms(99, "cycle"),
+        "cpu_us_per_pod": cpu / args.pods * 1e6,
+        "server_cpu_us_per_pod": server_cpu / args.pods * 1e6,
+        "total_cpu_us_per_pod": total_cpu / args.pods * 1e6,
+        "total_server_cpu_us_per_pod": total_server_cpu / args.pods * 1e6,
     }
 
 
-async def bind_only(args: argparse.Namespace, kubeconfig: Path) -> float:
+async def bind_only(
+    args: argparse.Namespace, kubeconfig: Path, server: ServerProcess
+) -> dict[str, float]:
     api = await connect(str(kubeconfig), None, False, pool_size=args.concurrency)
     client = KubeClient(
         api,
@@ -114,29 +171,40 @@ async def bind_only(args: argparse.Namespace, kubeconfig: Path) -> float:
             await client.bind(p, f"node-{i % args.nodes}")
 
     start = time.perf_counter()
+    cpu, server_cpu = cpu_seconds(), server.cpu_seconds()
     await asyncio.gather(*(one(i, p) for i, p in enumerate(pods)))
     seconds = time.perf_counter() - start
+    cpu, server_cpu = cpu_seconds() - cpu, server.cpu_seconds() - server_cpu
     await api.close()
-    return args.pods / seconds
+    return {
+        "pods_per_second": args.pods / seconds,
+        "cpu_us_per_pod": cpu / args.pods * 1e6,
+        "server_cpu_us_per_pod": server_cpu / args.pods * 1e6,
+    }
 
 
 async def _main(args: argparse.Namespace) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
-        async with ServerProcess(server_argv(args), kubeconfig):
+        argv = server_argv(args)
+        if args.profile_server:
+            argv += ["--profile", args.profile_server]
+        async with ServerProcess(argv, kubeconfig) as server:
             if args.profile:
                 import cProfile
                 import pstats
 
                 prof = cProfile.Profile()
                 prof.enable()
-                troupe = await troupe_run(args, kubeconfig)
+                troupe = await troupe_run(args, kubeconfig, server)
                 prof.disable()
                 pstats.Stats(prof).sort_stats("tottime").print_stats(40)
             else:
-                troupe = await troupe_run(args, kubeconfig)
-        async with ServerProcess(server_argv(args), kubeconfig):
-            limit = await bind_only(args, kubeconfig)
+                troupe = await troupe_run(args, kubeconfig, server)
+        if args.callgrind:
+            return {"pods": args.pods, "pods_per_second": round(troupe["pods_per_second"], 1)}
+        async with ServerProcess(server_argv(args), kubeconfig) as server:
+            limit = await bind_only(args, kubeconfig, server)
     return {
         "pods": args.pods,
         "nodes": args.nodes,
@@ -144,10 +212,16 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
         "seconds": round(troupe["seconds"], 3),
         "events_written_seconds": round(troupe["events_seconds"], 3),
         "pods_per_second": round(troupe["pods_per_second"], 1),
-        "bind_only_pods_per_second": round(limit, 1),
-        "ratio": round(troupe["pods_per_second"] / limit, 3),
+        "bind_only_pods_per_second": round(limit["pods_per_second"], 1),
+        "ratio": round(troupe["pods_per_second"] / limit["pods_per_second"], 3),
         "p99_e2e_ms": round(troupe["p99_e2e_ms"], 2),
         "p99_cycle_ms": round(troupe["p99_cycle_ms"], 3),
+        "cpu_us_per_pod": round(troupe["cpu_us_per_pod"], 1),
+        "server_cpu_us_per_pod": round(troupe["server_cpu_us_per_pod"], 1),
+        "total_cpu_us_per_pod": round(troupe["total_cpu_us_per_pod"], 1),
+        "total_server_cpu_us_per_pod": round(troupe["total_server_cpu_us_per_pod"], 1),
+        "bind_only_client_cpu_us_per_pod": round(limit["cpu_us_per_pod"], 1),
+        "bind_only_server_cpu_us_per_pod": round(limit["server_cpu_us_per_pod"], 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 
@@ -157,9 +231,10 @@ def run(args: argparse.Namespace) -> int:
     import uvloop
 
     result = uvloop.run(_main(args))
-    print(
-        f"troupe {result['pods_per_second']} pods/s end to end over HTTP; bind-only limit "
-        f"{result['bind_only_pods_per_second']} pods/s; ratio {result['ratio']}"
-    )
+    if not args.callgrind:
+        print(
+            f"troupe {result['pods_per_second']} pods/s end to end over HTTP; bind-only limit "
+            f"{result['bind_only_pods_per_second']} pods/s; ratio {result['ratio']}"
+        )
     print(json.dumps(result))
     return 0

@@ -11,12 +11,17 @@ the API server and the scheduler each get a core, as in a real control plane.
 ``gang-0000``..., each with S member pods labelled
 ``scheduling.x-k8s.io/pod-group`` (``--gang-memory``, 100m each). ``bench.e2e``
 starts the plain form (its own launcher); ``bench.gang`` uses ``ServerProcess``.
+
+``--profile FILE`` runs cProfile from ``READY`` until stdin closes and writes the stats
+to FILE (``bench e2e --profile-server``). ``ServerProcess.cpu_seconds()`` is the
+process's CPU time so far (Linux ``/proc``), read by ``bench e2e`` for CPU per pod.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -109,9 +114,18 @@ async def serve(args: argparse.Namespace) -> None:
         for member in gang_members(name, args.gang_size, args.gang_memory):
             store.create("pods", member, copy=False)
     server.write_kubeconfig(args.kubeconfig)
+    profile = None
+    if args.profile:
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
     print("READY", flush=True)
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, sys.stdin.read)
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(args.profile)
     await server.stop()
 
 
@@ -144,6 +158,19 @@ class ServerProcess:
             raise RuntimeError(f"bench server did not start: {line!r}")
         return self
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds the server process has used so far (0.0 where
+        ``/proc`` is not available)."""
+        assert self.proc is not None
+        try:
+            stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
+        except OSError:
+            return 0.0
+        # The fields after the command name (in parentheses, which may hold spaces):
+        # utime and stime are the 12th and 13th of them, in clock ticks.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     async def __aexit__(self, *exc: object) -> None:
         if self.proc is not None and self.proc.stdin is not None:
             self.proc.stdin.close()
@@ -163,6 +190,7 @@ def main() -> None:
     p.add_argument("--gang-size", type=int, default=0, help="members (and minMember) per gang")
     p.add_argument("--gang-memory", default="128Mi", help="memory request of a gang member")
     p.add_argument("--kubeconfig", required=True)
+    p.add_argument("--profile", default="", help="cProfile from READY to exit into this file")
     import uvloop
 
     uvloop.run(serve(p.parse_args()))

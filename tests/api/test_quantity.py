@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
+from troupe.api.objects import PodSpec
 from troupe.api.quantity import (
     QuantityError,
     format_quantity,
@@ -292,3 +295,25 @@ def test_invalid_quantities_raise_naming_the_value(text: str) -> None:
     with pytest.raises(QuantityError, match="invalid quantity") as caught:
         parse_quantity(text)
     assert repr(text) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("written", "nanos"),
+    [
+        pytest.param("2", 2 * 10**9, id="an integer"),
+        pytest.param("0.5", 5 * 10**8, id="a fraction"),
+        pytest.param("1e3", 1000 * 10**9, id="an exponent"),
+        pytest.param("1000.0", 1000 * 10**9, id="a float with a zero fraction"),
+    ],
+)
+def test_a_request_written_as_a_bare_number_is_the_same_quantity_from_json_or_python(
+    written: str, nanos: int
+) -> None:
+    text = '{"containers": [{"resources": {"requests": {"cpu": ' + written + "}}}]}"
+    for spec in (PodSpec.model_validate_json(text), PodSpec.model_validate(json.loads(text))):
+        assert parse_nanos(spec.containers[0].resources.requests["cpu"]) == nanos
+
+
+def test_a_boolean_is_not_a_quantity() -> None:
+    with pytest.raises(ValidationError):
+        PodSpec.model_validate_json('{"containers": [{"resources": {"requests": {"cpu": true}}}]}')

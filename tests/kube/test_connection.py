@@ -21,6 +21,8 @@ from troupe.kube.connection import (
 from troupe.kube.errors import KubeConnectionError
 from troupe.kube.transport import HttpTransport, Timeouts
 
+BIG = b"x" * 300_000
+
 
 def write_kubeconfig(path: Path, server: str, token: str = "s3cret") -> Path:
     path.write_text(
@@ -63,6 +65,17 @@ async def server() -> AsyncIterator[tuple[str, list[web.Request]]]:
         await resp.write_eof()
         return resp
 
+    async def pieces(request: web.Request) -> web.StreamResponse:
+        # Lines cut across writes, one far over a read buffer, blank lines, and a
+        # last line with no line end.
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        for part in (b'{"a":', b'1}\n{"b"', b':2}\n\n \n{"big":"', BIG, b'"}\n', b'{"c":3}'):
+            await resp.write(part)
+            await asyncio.sleep(0)
+        await resp.write_eof()
+        return resp
+
     async def slow(request: web.Request) -> web.Response:
         await release.wait()
         return web.json_response({})
@@ -78,6 +91,7 @@ async def server() -> AsyncIterator[tuple[str, list[web.Request]]]:
     app = web.Application()
     app.router.add_get("/version", version)
     app.router.add_get("/stream", stream)
+    app.router.add_get("/pieces", pieces)
     app.router.add_get("/slow", slow)
     app.router.add_post("/echo", echo)
     runner = web.AppRunner(app)
@@ -204,8 +218,15 @@ async def test_transport_sends_bytes_as_is_and_reads_raw_replies(
         async with t.stream("/stream", query={"watch": "true"}, timeout=2.0) as s:
             assert s.status == 200
             assert [line async for line in s.lines()] == [
-                b'{"type":"ADDED"}\n',
-                b'{"type":"MODIFIED"}\n',
+                b'{"type":"ADDED"}',
+                b'{"type":"MODIFIED"}',
+            ]
+        async with t.stream("/pieces", query={"watch": "true"}, timeout=2.0) as s:
+            assert [line async for line in s.lines()] == [
+                b'{"a":1}',
+                b'{"b":2}',
+                b'{"big":"' + BIG + b'"}',
+                b'{"c":3}',
             ]
         with pytest.raises(ApiError) as err:
             await t.request("GET", "/slow")

@@ -209,6 +209,22 @@ async def test_the_token_hook_runs_for_every_request() -> None:
         ]
 
 
+async def test_a_token_that_appears_or_goes_between_requests_is_followed() -> None:
+    async with ScriptedServer(routes()) as server, client(server) as (http, api):
+        cfg = api.configuration
+        await http.request("GET", "/a")  # no credentials: no header to refresh
+        cfg.api_key["BearerToken"] = "late"
+        cfg.api_key_prefix["BearerToken"] = "Bearer"
+        await http.request("GET", "/b")
+        del cfg.api_key["BearerToken"]
+        await http.request("GET", "/c")
+        assert [r.headers.get("authorization") for r in server.requests] == [
+            None,
+            "Bearer late",
+            None,
+        ]
+
+
 async def test_every_request_is_observed_with_its_code_or_no_reply() -> None:
     seen: list[tuple[str, str, str]] = []
     async with ScriptedServer(routes()) as server:

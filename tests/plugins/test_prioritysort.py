@@ -54,3 +54,4 @@ def test_the_order_is_total_and_agrees_with_a_sort_key(entities: list[Entity]) -
         for b in entities:
             expected = (-a.priority, a.timestamp, a.key) < (-b.priority, b.timestamp, b.key)
             assert SORT.less(a, b) is expected
+            assert (SORT.sort_key(a) < SORT.sort_key(b)) is expected

@@ -18,7 +18,13 @@ from troupe.api.gangs import (
 )
 from troupe.api.objects import Pod
 from troupe.api.status import Status
-from troupe.queue import QueuedEntity, QueuedGroupInfo, SchedulingQueue, priority_sort_less
+from troupe.queue import (
+    QueuedEntity,
+    QueuedGroupInfo,
+    SchedulingQueue,
+    priority_sort_key,
+    priority_sort_less,
+)
 from troupe.queue.sub_queues import QueueName
 
 from tests.plugins.builders import make_pod
@@ -168,6 +174,7 @@ def harness(
     queue = SchedulingQueue(
         priority_sort_less,
         clock,
+        sort_key=priority_sort_key,
         pre_enqueue=pre_enqueue,
         initial_backoff=initial_backoff,
         max_backoff=max_backoff,

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from troupe.queue import QueuedPodInfo, priority_sort_less
+from troupe.queue import QueuedPodInfo, SortKey, priority_sort_key, priority_sort_less
 from troupe.queue.heap import EntityHeap
 
 from tests.plugins.builders import make_pod
@@ -49,20 +49,36 @@ _entities = st.lists(
 )
 
 
+@pytest.mark.parametrize("key", [None, priority_sort_key], ids=["by less", "by key"])
 @settings(max_examples=100, deadline=None)
-@given(pushes=_entities, removals=st.lists(st.integers(min_value=0, max_value=30), max_size=20))
+@given(
+    pushes=_entities,
+    removals=st.lists(st.integers(min_value=0, max_value=30), max_size=20),
+    repushes=_entities,
+)
 def test_heap_pops_in_queue_sort_order_after_pushes_and_removals(
-    pushes: list[tuple[int, int, int]], removals: list[int]
+    key: SortKey | None,
+    pushes: list[tuple[int, int, int]],
+    removals: list[int],
+    repushes: list[tuple[int, int, int]],
 ) -> None:
-    heap = EntityHeap(priority_sort_less)
+    heap = EntityHeap(priority_sort_less, key)
     expected: dict[str, QueuedPodInfo] = {}
     for name, priority, ts in pushes:
         pushed = entity(f"p{name}", priority, float(ts))
         heap.push(pushed)
         expected[pushed.key] = pushed
     for name in removals:
-        heap.remove(f"default/p{name}")
+        removed = heap.remove(f"default/p{name}")
         expected.pop(f"default/p{name}", None)
+        if removed is not None:
+            # The queue changes a removed entity before it pushes it again.
+            removed.priority += 7
+    for name, priority, ts in repushes:
+        # Pushing a queued entity again replaces it (its old slot dies in place).
+        pushed = entity(f"p{name}", priority, float(ts))
+        heap.push(pushed)
+        expected[pushed.key] = pushed
     popped: list[str] = []
     while (head := heap.pop()) is not None:
         popped.append(head.key)

@@ -11,7 +11,7 @@ PreScore and reads it back in Filter or Score.
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -30,7 +30,9 @@ class CycleState:
     __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
-        self._data: dict[StateKey[Any], object] = {}
+        # Values typed by their key (``write`` only stores a T under a StateKey[T]),
+        # so reads need no ``typing.cast``, a function call on every read.
+        self._data: dict[StateKey[Any], Any] = {}
         # Plugins whose PreFilter/PreScore returned SKIP for this pod.
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
@@ -40,12 +42,14 @@ class CycleState:
 
     def read(self, key: StateKey[T]) -> T:
         try:
-            return cast(T, self._data[key])
+            value: T = self._data[key]
         except KeyError:
             raise KeyError(f"{key.name}: no state written in this cycle") from None
+        return value
 
     def get(self, key: StateKey[T]) -> T | None:
-        return cast("T | None", self._data.get(key))
+        value: T | None = self._data.get(key)
+        return value
 
     def delete(self, key: StateKey[Any]) -> None:
         self._data.pop(key, None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -149,6 +149,16 @@ class Sortable(Protocol):
 @runtime_checkable
 class QueueSortPlugin(Protocol):
     def less(self, a: Sortable, b: Sortable) -> bool: ...
+
+
+@runtime_checkable
+class QueueSortKey(Protocol):
+    """A QueueSort plugin may also give its order as a key: ``less(a, b)`` must be
+    ``sort_key(a) < sort_key(b)``, and an entity's key must not change while it is
+    queued. The active queue then compares keys (tuples, compared natively) instead
+    of calling ``less`` a dozen times per pop."""
+
+    def sort_key(self, entity: Sortable) -> tuple[Any, ...]: ...
 
 
 @runtime_checkable

@@ -27,6 +27,10 @@ class Code(IntEnum):
     PENDING = 6
 
 
+CODE_NAMES: tuple[str, ...] = tuple(code.name for code in Code)
+"""``CODE_NAMES[status.code]`` is ``status.code.name`` without the enum's Python-level
+property: the runners label a metric with it at every extension point."""
+
 _REJECTED = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING})
 
 

@@ -104,7 +104,8 @@ class WatchStream(Protocol):
         ...
 
     def lines(self) -> AsyncIterator[bytes]:
-        """Non-empty lines until the server ends the response."""
+        """Non-blank lines, without their line end, until the server ends the
+        response."""
         ...
 
 
@@ -145,13 +146,34 @@ class _AiohttpStream:
         return await self._resp.read()
 
     async def lines(self) -> AsyncIterator[bytes]:
+        # Whatever has arrived, split here: one watch write carries several events,
+        # and aiohttp's readline costs a pass of its own through its buffer per line.
         content = self._resp.content
+        pieces: list[bytes] = []  # a line not ended yet
         while True:
-            line = await content.readline()
-            if not line:
-                return
-            if not line.isspace():
-                yield line
+            data = await content.readany()
+            if not data:
+                break
+            end = data.find(b"\n")
+            if end < 0:
+                pieces.append(data)
+                continue
+            if pieces:
+                pieces.append(data[:end])
+                line = b"".join(pieces)
+                pieces = []
+                if line and not line.isspace():
+                    yield line
+                data = data[end + 1 :]
+            *complete, rest = data.split(b"\n")
+            for line in complete:
+                if line and not line.isspace():
+                    yield line
+            if rest:
+                pieces.append(rest)
+        line = b"".join(pieces)
+        if line and not line.isspace():
+            yield line
 
 
 class AiohttpTransport:
@@ -275,8 +297,12 @@ class HttpTransport:
 
     async def _refresh_auth(self) -> None:
         # The configuration's token-refresh hook runs on every request (in-cluster
-        # tokens rotate); it costs about a microsecond. The header lines are only
-        # re-rendered when the token changed.
+        # tokens rotate). The header lines are only re-rendered when the token changed.
+        if not self._auth and "BearerToken" not in self._api.configuration.api_key:
+            # No bearer token (client certificates, or no credentials): the client
+            # would add no header and call no hook, so there is nothing to ask it
+            # (two coroutines on every request).
+            return
         auth: dict[str, str] = {}
         await self._api.update_params_for_auth(auth, [], ["BearerToken"])
         if auth != self._auth:

@@ -2,7 +2,8 @@
 
 ``SchedulingQueue`` pushes entities here when they are added, when their backoff
 completes and when a cluster event may have made them schedulable;
-``SchedulingQueue.pop`` takes the head. The order is QueueSort's ``less``.
+``SchedulingQueue.pop`` takes the head. The order is QueueSort's ``less``, compared
+as keys when the plugin gives its order as one.
 
 Waiting for an entity is an ``asyncio.Event`` set on every push and on close, so
 an idle scheduler sleeps instead of polling. Everything runs on one event loop, so
@@ -13,13 +14,13 @@ from __future__ import annotations
 
 import asyncio
 
-from troupe.queue.entity import LessFunc, QueuedEntity
+from troupe.queue.entity import LessFunc, QueuedEntity, SortKey
 from troupe.queue.heap import EntityHeap
 
 
 class ActiveQueue(EntityHeap):
-    def __init__(self, less: LessFunc) -> None:
-        super().__init__(less)
+    def __init__(self, less: LessFunc, key: SortKey | None = None) -> None:
+        super().__init__(less, key)
         self._not_empty = asyncio.Event()
         self._closed = False
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from troupe.api.gangs import GangPolicy, GroupRef
 from troupe.api.objects import Pod, PodKey
@@ -168,3 +168,7 @@ class QueuedGroupInfo(QueuedEntity):
 
 LessFunc = Callable[[QueuedEntity, QueuedEntity], bool]
 """QueueSort's ``less(a, b)``: True when ``a`` should be popped before ``b``."""
+
+SortKey = Callable[[QueuedEntity], tuple[Any, ...]]
+"""QueueSort's order as a key, when its plugin offers one: ``less(a, b)`` is
+``key(a) < key(b)`` (``troupe.api.framework.QueueSortKey``)."""

@@ -5,19 +5,25 @@ backoff expiry). Entities are indexed by ``queue_id``. Push and pop are
 O(log n); removal is O(1) and lazy: the heap slot is marked dead and skipped when
 it reaches the top, and the heap is compacted once dead slots outnumber live ones.
 
-A dead slot keeps a frozen copy of its entity: the queue changes a removed entity
-(an updated pod, a group gaining a member) before pushing it again, and a dead
-slot whose sort fields moved under it would break the heap order for the rest.
-An entity must not be changed while it is live in a heap.
+The order is ``less``, or, when the heap is given ``key`` (QueueSort's order as a
+key, ``troupe.api.framework.QueueSortKey``), the entities' keys taken when they are
+pushed: a pop then compares tuples natively instead of calling ``less`` a dozen
+times. Without a key, a dead slot keeps a frozen copy of its entity: the queue
+changes a removed entity (an updated pod, a group gaining a member) before pushing
+it again, and a dead slot whose sort fields moved under it would break the heap
+order for the rest (a key taken at push is frozen already). An entity must not be
+changed while it is live in a heap.
 """
 
 from __future__ import annotations
 
 import copy
 import heapq
+import itertools
 from collections.abc import Callable, Iterator
+from typing import Any
 
-from troupe.queue.entity import QueuedEntity
+from troupe.queue.entity import QueuedEntity, SortKey
 
 
 class _Slot:
@@ -32,12 +38,22 @@ class _Slot:
         return self.less(self.entity, other.entity)
 
 
-class EntityHeap:
-    """Entities ordered by ``less``; at most one entity per ``queue_id``."""
+# A heap item: (slot,) ordered by the slot's ``less``, or (key, push number, slot):
+# equal keys (a dead slot and its entity pushed again) fall back to push order and
+# never compare the slots.
+_Item = tuple[Any, ...]
 
-    def __init__(self, less: Callable[[QueuedEntity, QueuedEntity], bool]) -> None:
+
+class EntityHeap:
+    """Entities ordered by ``less`` (or ``key``); at most one entity per ``queue_id``."""
+
+    def __init__(
+        self, less: Callable[[QueuedEntity, QueuedEntity], bool], key: SortKey | None = None
+    ) -> None:
         self._less = less
-        self._heap: list[_Slot] = []
+        self._key = key
+        self._pushes = itertools.count()
+        self._heap: list[_Item] = []
         self._live: dict[str, _Slot] = {}
 
     def __len__(self) -> int:
@@ -59,7 +75,9 @@ class EntityHeap:
         self.remove(entity.queue_id)
         slot = _Slot(entity, self._less)
         self._live[entity.queue_id] = slot
-        heapq.heappush(self._heap, slot)
+        key = self._key
+        item = (slot,) if key is None else (key(entity), next(self._pushes), slot)
+        heapq.heappush(self._heap, item)
 
     def remove(self, queue_id: str) -> QueuedEntity | None:
         slot = self._live.pop(queue_id, None)
@@ -67,27 +85,29 @@ class EntityHeap:
             return None
         entity = slot.entity
         slot.alive = False
-        slot.entity = copy.copy(entity)
+        if self._key is None:
+            slot.entity = copy.copy(entity)
         if len(self._heap) > 2 * len(self._live) + 16:
             self._compact()
         return entity
 
     def peek(self) -> QueuedEntity | None:
         self._drop_dead_top()
-        return self._heap[0].entity if self._heap else None
+        return self._heap[0][-1].entity if self._heap else None
 
     def pop(self) -> QueuedEntity | None:
         self._drop_dead_top()
         if not self._heap:
             return None
-        slot = heapq.heappop(self._heap)
+        slot: _Slot = heapq.heappop(self._heap)[-1]
         del self._live[slot.entity.queue_id]
         return slot.entity
 
     def _drop_dead_top(self) -> None:
-        while self._heap and not self._heap[0].alive:
-            heapq.heappop(self._heap)
+        heap = self._heap
+        while heap and not heap[0][-1].alive:
+            heapq.heappop(heap)
 
     def _compact(self) -> None:
-        self._heap = [slot for slot in self._heap if slot.alive]
+        self._heap = [item for item in self._heap if item[-1].alive]
         heapq.heapify(self._heap)

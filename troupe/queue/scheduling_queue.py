@@ -58,6 +58,7 @@ from troupe.queue.entity import (
     QueuedEntity,
     QueuedGroupInfo,
     QueuedPodInfo,
+    SortKey,
 )
 from troupe.queue.group_table import GroupTable
 from troupe.queue.hints import POD_UPDATE_LABEL, Strategy
@@ -96,7 +97,10 @@ class SchedulingQueue:
         group_of: Callable[[Pod], GroupRef | None] = _no_group,
         groups: GroupDirectory = _NO_GROUPS,
         nominator: Nominator | None = None,
+        sort_key: SortKey | None = None,
     ) -> None:
+        """``sort_key``: QueueSort's ``less`` as a key, when its plugin offers one
+        (the active queue then compares keys)."""
         self._clock = clock
         self._in_flight = InFlight()
         self._queues = SubQueues(
@@ -106,6 +110,7 @@ class SchedulingQueue:
             initial_backoff,
             max_backoff,
             on_incoming,
+            sort_key,
         )
         self._groups = GroupTable(
             self._queues, self._in_flight, groups, group_of, pre_enqueue, clock

@@ -1,10 +1,13 @@
 """The default QueueSort order, shared by the PrioritySort plugin and the queue tests.
 
-``troupe.plugins`` wraps ``priority_sort_less`` in its QueueSort plugin; the
-scheduler passes that plugin's ``less`` to ``SchedulingQueue``.
+``troupe.plugins`` wraps ``priority_sort_less`` (and the same order as a key,
+``priority_sort_key``) in its QueueSort plugin; the scheduler passes that plugin's
+``less`` and ``sort_key`` to ``SchedulingQueue``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from troupe.api.framework import Sortable
 
@@ -21,3 +24,8 @@ def priority_sort_less(a: Sortable, b: Sortable) -> bool:
     if a.timestamp != b.timestamp:
         return a.timestamp < b.timestamp
     return a.key < b.key
+
+
+def priority_sort_key(entity: Sortable) -> tuple[Any, ...]:
+    """``priority_sort_less`` as a key: ``less(a, b) == key(a) < key(b)``."""
+    return (-entity.priority, entity.timestamp, entity.key)

@@ -22,7 +22,7 @@ from troupe.api.clock import Clock
 from troupe.api.status import Status
 from troupe.queue.active import ActiveQueue
 from troupe.queue.backoff import BackoffQueue
-from troupe.queue.entity import LessFunc, QueuedEntity
+from troupe.queue.entity import LessFunc, QueuedEntity, SortKey
 from troupe.queue.hints import Strategy
 from troupe.queue.unschedulable import gated_pool, unschedulable_pool
 
@@ -48,11 +48,12 @@ class SubQueues:
         initial_backoff: float,
         max_backoff: float,
         on_incoming: IncomingHook | None,
+        sort_key: SortKey | None = None,
     ) -> None:
         self._clock = clock
         self._gate = gate
         self._on_incoming = on_incoming
-        self.active = ActiveQueue(less)
+        self.active = ActiveQueue(less, sort_key)
         self.backoff = BackoffQueue(clock, less, initial_backoff, max_backoff)
         self.unschedulable = unschedulable_pool()
         self.gated = gated_pool()

@@ -147,12 +147,13 @@ class Fit:
         fit = state.get(FIT_KEY)
         if fit is None:
             fit = self._fit(pod, table)
-        allocatable, requested = table.allocatable, table.requested
+        # ndarray.item gives Python ints: no numpy scalar arithmetic per check.
+        allocatable, requested = table.allocatable.item, table.requested.item
         pods_row = table.resource_index[PODS]
-        if requested[pods_row, slot] >= allocatable[pods_row, slot]:
+        if requested(pods_row, slot) >= allocatable(pods_row, slot):
             return False
         for row, amount in zip(fit.rows, fit.amounts, strict=True):
-            if allocatable[row, slot] - requested[row, slot] < amount:
+            if allocatable(row, slot) - requested(row, slot) < amount:
                 return False
         return True
 

@@ -36,11 +36,12 @@ def values(
         row = table.resource_index.get(name)
         if row is None or not (name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar(name)):
             continue
+        # ndarray.item reads a Python int directly (no numpy scalar to convert).
         if not use_requested and name in (CPU, MEMORY):
-            requested = int(table.nonzero_requested[0 if name == CPU else 1, slot])
+            requested = table.nonzero_requested.item(0 if name == CPU else 1, slot)
         else:
-            requested = int(table.requested[row, slot])
-        out.append((i, requested + amount, int(table.allocatable[row, slot])))
+            requested = table.requested.item(row, slot)
+        out.append((i, requested + amount, table.allocatable.item(row, slot)))
     return out
 
 

@@ -7,8 +7,10 @@ the last tie by key to make the order total.
 
 from __future__ import annotations
 
+from typing import Any
+
 from troupe.api.framework import Handle, Sortable
-from troupe.queue.sort import priority_sort_less
+from troupe.queue.sort import priority_sort_key, priority_sort_less
 
 
 class PrioritySort:
@@ -19,3 +21,6 @@ class PrioritySort:
 
     def less(self, a: Sortable, b: Sortable) -> bool:
         return priority_sort_less(a, b)
+
+    def sort_key(self, entity: Sortable) -> tuple[Any, ...]:
+        return priority_sort_key(entity)

@@ -26,7 +26,6 @@ binding also checks that its node still exists right before Bind.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -39,7 +38,7 @@ from troupe.api.cycle import CycleState
 from troupe.api.events import ASSIGNED_POD_DELETE
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
-from troupe.api.tasks import TaskSupervisor
+from troupe.api.tasks import BoundedSupervisor, TaskSupervisor
 from troupe.queue.entity import QueuedPodInfo
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cache import Cache
@@ -66,7 +65,7 @@ class BindingCycle:
         cache: Cache,
         queue: SchedulingQueue,
         waiting: WaitingPods,
-        bindings: TaskSupervisor,
+        bindings: BoundedSupervisor,
         background: TaskSupervisor,
         writer: BackgroundWriter,
         failures: FailureReporter,
@@ -86,8 +85,9 @@ class BindingCycle:
         self.clock = clock
         self.revert = revert
         self.metrics = metrics
-        # Binding tasks by node and pod key, until they finish (``call_off``).
-        self._tasks: dict[str, dict[str, asyncio.Task[Any]]] = {}
+        # Running bindings by node and pod key, until they finish (``call_off``): a
+        # token per binding, so a finished one never removes its successor's entry.
+        self._tasks: dict[str, dict[str, object]] = {}
         # Pods whose binding was called off, with why; read by the binding itself.
         self._called_off: dict[str, str] = {}
         # Pods the informer reported deleted, re-created or bound while their
@@ -99,13 +99,21 @@ class BindingCycle:
     def spawn(self, binding: Coroutine[Any, Any, None], key: str, node: str) -> None:
         """Run ``binding`` in a held binding slot (the caller acquired it); it can be
         called off until it finishes."""
-        task = self.bindings.spawn(binding, name=f"bind {key}", held=True)
-        self._tasks.setdefault(node, {})[key] = task
-        task.add_done_callback(lambda _: self._finished(node, key, task))
+        token = object()
+        self._tasks.setdefault(node, {})[key] = token
+        self.bindings.spawn(self._owned(binding, node, key, token), held=True)
 
-    def _finished(self, node: str, key: str, task: asyncio.Task[Any]) -> None:
+    async def _owned(
+        self, binding: Coroutine[Any, Any, None], node: str, key: str, token: object
+    ) -> None:
+        try:
+            await binding
+        finally:
+            self._finished(node, key, token)
+
+    def _finished(self, node: str, key: str, token: object) -> None:
         on_node = self._tasks.get(node)
-        if on_node is not None and on_node.get(key) is task:
+        if on_node is not None and on_node.get(key) is token:
             del on_node[key]
             if not on_node:
                 del self._tasks[node]
@@ -131,8 +139,7 @@ class BindingCycle:
     def call_off(self, key: str, node: str, why: str) -> bool:
         """Call off the binding of ``key`` to ``node`` if it is still running: it
         fails with ``why`` unless its request was already sent."""
-        task = self._tasks.get(node, {}).get(key)
-        if task is None or task.done():
+        if key not in self._tasks.get(node, {}):
             return False
         self._called_off[key] = why
         return True

@@ -33,7 +33,7 @@ import structlog
 from troupe.api.client import Event, SchedulerClient, WriteFenced
 from troupe.api.clock import Clock, RealClock
 from troupe.api.objects import Pod, PodCondition
-from troupe.api.tasks import TaskSupervisor
+from troupe.api.tasks import BoundedSupervisor, TaskSupervisor
 
 log = structlog.get_logger("troupe.writer")
 
@@ -50,7 +50,7 @@ class BackgroundWriter:
         *,
         workers: int = 4,
         event_capacity: int = 10000,
-        bindings: TaskSupervisor | None = None,
+        bindings: BoundedSupervisor | None = None,
         event_hold: float = EVENT_HOLD_SECONDS,
         clock: Clock | None = None,
     ) -> None:
@@ -58,7 +58,9 @@ class BackgroundWriter:
         self._tasks = tasks
         self._workers = workers
         self._bindings = bindings
-        self._event_hold = event_hold
+        # Seconds an event yields to bindings in flight at most (the bench's
+        # instruction counts hold events until the burst is bound).
+        self.event_hold = event_hold
         self._clock = clock or RealClock()
         self._statuses: OrderedDict[str, _StatusPatch] = OrderedDict()
         # Merge patches of other objects (group status), latest per path.
@@ -133,7 +135,7 @@ class BackgroundWriter:
         ``event_hold`` seconds."""
         bindings = self._bindings
         while bindings is not None and self._events and len(bindings):
-            left = self._event_hold - (self._clock.now() - self._events[0][0])
+            left = self.event_hold - (self._clock.now() - self._events[0][0])
             if left <= 0:
                 return
             idle = asyncio.ensure_future(bindings.idle())

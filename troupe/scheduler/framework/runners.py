@@ -8,7 +8,8 @@ through one observer; call the plugin; turn a raised exception into an ERROR
 does not accept, stamped with the plugin's name. ``Point`` says what differs:
 
 - ``stops``: which statuses end the loop (default: anything but SUCCESS);
-- ``initial``: the result when no plugin decides (Bind: an error, no plugin bound);
+- ``initial``: the result when no plugin decides (Bind: an error, no plugin bound),
+  built only then;
 - ``contained``: failures are logged and the others still run (Unreserve, PostBind:
   the pod is past the point where a plugin can stop it).
 
@@ -27,7 +28,7 @@ from typing import Any, TypeVar
 import structlog
 
 from troupe.api.cycle import CycleState
-from troupe.api.status import SUCCESS, Status
+from troupe.api.status import CODE_NAMES, SUCCESS, Status
 from troupe.scheduler.framework.instrument import (
     RECORD_PLUGIN_METRICS,
     Observer,
@@ -70,7 +71,7 @@ def run(
     loop's result into the point's (Permit: SUCCESS with waiting plugins is WAIT),
     before the point is timed with it."""
     start = time.perf_counter()
-    status = point.initial()
+    status: Status | None = None  # no plugin decided (yet)
     sampled = state is not None and state.get(RECORD_PLUGIN_METRICS)
     for name, plugin in plugins:
         t = time.perf_counter()
@@ -82,15 +83,17 @@ def run(
                 status = st
                 break
         if sampled:
-            observe(point.metric, name, st.code.name, time.perf_counter() - t)
+            observe(point.metric, name, CODE_NAMES[st.code], time.perf_counter() - t)
         if point.contained:
             _log_contained(point, name, st, log_fields)
         elif point.stops(st):
             status = plugin_failure(name, point.config, st)
             break
+    if status is None:
+        status = point.initial()
     if finish is not None:
         status = finish(status)
-    observe(point.metric, "", status.code.name, time.perf_counter() - start)
+    observe(point.metric, "", CODE_NAMES[status.code], time.perf_counter() - start)
     return status
 
 
@@ -103,7 +106,7 @@ async def run_async(
 ) -> Status:
     """``run`` for the points whose plugins are awaited (PreBind, Bind)."""
     start = time.perf_counter()
-    status = point.initial()
+    status: Status | None = None  # no plugin decided (yet)
     sampled = state.get(RECORD_PLUGIN_METRICS)
     for name, plugin in plugins:
         t = time.perf_counter()
@@ -113,11 +116,13 @@ async def run_async(
             status = plugin_error(name, point.config, exc)
             break
         if sampled:
-            observe(point.metric, name, st.code.name, time.perf_counter() - t)
+            observe(point.metric, name, CODE_NAMES[st.code], time.perf_counter() - t)
         if point.stops(st):
             status = plugin_failure(name, point.config, st)
             break
-    observe(point.metric, "", status.code.name, time.perf_counter() - start)
+    if status is None:
+        status = point.initial()
+    observe(point.metric, "", CODE_NAMES[status.code], time.perf_counter() - start)
     return status
 
 

@@ -20,7 +20,8 @@ errors as ``running "<Plugin>" <point> plugin: <error>``.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import structlog
@@ -48,6 +49,7 @@ from troupe.api.framework import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueSortKey,
     QueueSortPlugin,
     ReservePlugin,
     ScoreExtensions,
@@ -59,7 +61,7 @@ from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Pod
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
-from troupe.api.status import SUCCESS, Code, Status
+from troupe.api.status import CODE_NAMES, SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
 from troupe.scheduler.framework import runners
 from troupe.scheduler.framework.diagnosis import (
@@ -97,6 +99,11 @@ class _NoNominations:
 
     def delete(self, key: str) -> None:
         return None
+
+
+def _default_sort_key(entity: Sortable) -> tuple[Any, ...]:
+    """``Framework.less`` without a QueueSort plugin, as a key."""
+    return (-entity.priority, entity.timestamp, entity.key)
 
 
 class Framework:
@@ -217,6 +224,16 @@ class Framework:
         if self.queue_sort is None:
             return (-a.priority, a.timestamp, a.key) < (-b.priority, b.timestamp, b.key)
         return self.queue_sort.less(a, b)
+
+    @property
+    def sort_key(self) -> Callable[[Sortable], tuple[Any, ...]] | None:
+        """``less`` as a key, when the QueueSort plugin gives its order as one
+        (``QueueSortKey``); None when only ``less`` can order entities."""
+        if self.queue_sort is None:
+            return _default_sort_key
+        if isinstance(self.queue_sort, QueueSortKey):
+            return self.queue_sort.sort_key
+        return None
 
     def run_pre_enqueue(self, pod: Pod) -> Status:
         """SUCCESS, or the first plugin's gate. Timed per point only: there is no
@@ -479,7 +496,7 @@ class Framework:
     # --- timing ----------------------------------------------------------------------
 
     def _point_timed(self, point: str, start: float, status: Status) -> None:
-        self.observe(point, "", status.code.name, time.perf_counter() - start)
+        self.observe(point, "", CODE_NAMES[status.code], time.perf_counter() - start)
 
     def _plugin_timed(self, point: str, plugin: str, start: float, status: Status) -> None:
-        self.observe(point, plugin, status.code.name, time.perf_counter() - start)
+        self.observe(point, plugin, CODE_NAMES[status.code], time.perf_counter() - start)

@@ -41,7 +41,7 @@ from troupe.api.framework import Diagnosis
 from troupe.api.gangs import GangPolicy, GroupKey, GroupRef
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
-from troupe.api.tasks import TaskSupervisor
+from troupe.api.tasks import BoundedSupervisor
 from troupe.queue.entity import QueuedGroupInfo
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cache import Cache
@@ -75,7 +75,7 @@ class GroupCycle:
         preemption: GangPreemption,
         admission: GangAdmission,
         waiting: WaitingPods,
-        bindings: TaskSupervisor,
+        bindings: BoundedSupervisor,
         stats: AttemptStats,
         report: GangReporter,
         held: Callable[[GroupKey], bool] | None = None,

@@ -29,7 +29,7 @@ from troupe.api.gangs import GroupRef, group_ref_of
 from troupe.api.objects import Pod
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.status import SUCCESS, Status
-from troupe.api.tasks import TaskSupervisor
+from troupe.api.tasks import TaskSupervisor, WorkerPool
 from troupe.plugins.registry import Registry
 from troupe.queue.entity import QueuedEntity, QueuedGroupInfo, QueuedPodInfo
 from troupe.queue.nominator import Nominator
@@ -81,7 +81,7 @@ class Scheduler:
         self.groups = groups if groups is not None else GangDirectory()
         self.cache = Cache(clock, assumed_ttl=config.assumed_pod_ttl_seconds, listener=self.groups)
         self.background = TaskSupervisor("background")
-        self.bindings = TaskSupervisor("binding", limit=config.binding_concurrency)
+        self.bindings = WorkerPool("binding", limit=config.binding_concurrency)
         self.waiting = WaitingPods(clock, self.background)
         self.stats = stats if stats is not None else AttemptStats()
         self.metrics = metrics
@@ -124,6 +124,7 @@ class Scheduler:
             groups=self.groups,
             on_incoming=metrics.incoming if metrics is not None else None,
             nominator=nominator,
+            sort_key=first.sort_key,
         )
         if metrics is not None:
             metrics.attach(self.queue, self.cache, self.clock)

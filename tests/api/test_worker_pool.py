@@ -1,0 +1,111 @@
+"""WorkerPool: held slots, coroutines run on a few long-lived workers."""
+
+from __future__ import annotations
+
+import asyncio
+
+from troupe.api.tasks import WorkerPool
+
+
+async def test_slots_bound_how_many_run_and_are_granted_in_order() -> None:
+    pool = WorkerPool("binding", limit=2)
+    gate = asyncio.Event()
+    ran: list[int] = []
+
+    async def job(i: int) -> None:
+        ran.append(i)
+        await gate.wait()
+
+    for i in range(2):
+        await pool.acquire()
+        pool.spawn(job(i))
+    waiters = [asyncio.create_task(pool.acquire()) for _ in range(2)]
+    await asyncio.sleep(0)
+    assert len(pool) == 2 and not any(w.done() for w in waiters)
+    gate.set()
+    await asyncio.wait_for(asyncio.gather(*waiters), 1)
+    for i in (2, 3):
+        pool.spawn(job(i))
+    assert await pool.drain(timeout=1)
+    assert ran == [0, 1, 2, 3] and len(pool) == 0
+
+
+async def test_workers_are_reused_and_never_more_than_the_limit() -> None:
+    pool = WorkerPool("binding", limit=3)
+    tasks_seen: set[asyncio.Task[object] | None] = set()
+
+    async def job() -> None:
+        tasks_seen.add(asyncio.current_task())
+        await asyncio.sleep(0)
+
+    for _ in range(50):
+        await pool.acquire()
+        pool.spawn(job())
+    assert await pool.drain(timeout=1)
+    assert 1 <= len(tasks_seen) <= 3
+    assert pool.started == 50
+
+
+async def test_a_failing_coroutine_is_counted_and_frees_its_slot() -> None:
+    pool = WorkerPool("binding", limit=1)
+
+    async def boom() -> None:
+        raise RuntimeError("no")
+
+    async def fine() -> None:
+        return None
+
+    await pool.acquire()
+    pool.spawn(boom())
+    await asyncio.wait_for(pool.acquire(), 1)  # the failed one gave its slot back
+    pool.spawn(fine())
+    assert await pool.drain(timeout=1)
+    assert pool.failures == 1
+
+
+async def test_idle_waits_for_running_coroutines() -> None:
+    pool = WorkerPool("binding", limit=4)
+    await pool.idle()  # nothing running: at once
+    gate = asyncio.Event()
+    await pool.acquire()
+    pool.spawn(gate.wait())
+    idle = asyncio.create_task(pool.idle())
+    await asyncio.sleep(0)
+    assert not idle.done()
+    gate.set()
+    await asyncio.wait_for(idle, 1)
+
+
+async def test_drain_times_out_and_cancel_all_stops_what_runs() -> None:
+    pool = WorkerPool("binding", limit=2)
+    cancelled = asyncio.Event()
+
+    async def stuck() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    await pool.acquire()
+    pool.spawn(stuck())
+    await asyncio.sleep(0)
+    assert not await pool.drain(timeout=0.01)
+    await pool.cancel_all()
+    assert cancelled.is_set() and len(pool) == 0
+    # The slot came back: the pool still works after its workers were cancelled.
+    await asyncio.wait_for(pool.acquire(), 1)
+    pool.spawn(asyncio.sleep(0))
+    assert await pool.drain(timeout=1)
+
+
+async def test_a_cancelled_acquire_takes_no_slot() -> None:
+    pool = WorkerPool("binding", limit=1)
+    await pool.acquire()
+    waiter = asyncio.create_task(pool.acquire())
+    await asyncio.sleep(0)
+    waiter.cancel()
+    await asyncio.sleep(0)
+    pool.spawn(asyncio.sleep(0))  # the held slot's coroutine ends and frees it
+    assert await pool.drain(timeout=1)
+    await asyncio.wait_for(pool.acquire(), 1)
