@@ -1,13 +1,13 @@
 """Entry point: ``python -m bench basic --nodes 5000 --existing-pods 1000 --pods 10000``,
 ``python -m bench e2e ...``, ``python -m bench gang [--shapes all|GxS,...]``,
-``python -m bench churn --rounds 5 --pods 6000``."""
+``python -m bench churn --rounds 5 --pods 6000``, ``python -m bench soak --minutes 30``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from bench import basic, churn, e2e, gang, transport
+from bench import basic, churn, e2e, gang, soak, transport
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,6 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     gang.add_arguments(sub.add_parser("gang", help="gang shapes: troupe vs Coscheduling"))
     transport.add_arguments(sub.add_parser("transport", help="client CPU per API request"))
     churn.add_arguments(sub.add_parser("churn", help="memory after rounds of create/bind/delete"))
+    soak.add_arguments(sub.add_parser("soak", help="memory and loop lag under steady churn"))
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
@@ -29,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
         return transport.run(args)
     if args.name == "churn":
         return churn.run(args)
+    if args.name == "soak":
+        return soak.run(args)
     return 2
 
 
