@@ -22,7 +22,7 @@ from typing import Final, Literal
 from pydantic import Field
 
 from troupe.api.gangs import GangApi
-from troupe.api.objects import KubeModel, ObjectMeta, ResourceMap
+from troupe.api.objects import KubeModel, KubeObject, ObjectMeta, ResourceMap, kube_model
 
 # WorkloadMaxPodGroups (KEP-4671 "API").
 WORKLOAD_MAX_POD_GROUPS: Final = 8
@@ -55,6 +55,7 @@ def parse_time(value: str | None) -> float:
 # --- scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) ------------------------
 
 
+@kube_model
 class CoschedulingPodGroupSpec(KubeModel):
     # Absent reads as 0, which the policy check reports (the CRD requires >= 1).
     min_member: int = 0
@@ -62,6 +63,7 @@ class CoschedulingPodGroupSpec(KubeModel):
     schedule_timeout_seconds: int | None = None
 
 
+@kube_model
 class CoschedulingPodGroupStatus(KubeModel):
     phase: str = ""
     occupied_by: str = ""
@@ -71,7 +73,8 @@ class CoschedulingPodGroupStatus(KubeModel):
     schedule_start_time: str | None = None
 
 
-class CoschedulingPodGroup(KubeModel):
+@kube_model
+class CoschedulingPodGroup(KubeObject):
     api_version: str = GangApi.COSCHEDULING.value
     kind: str = "PodGroup"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -82,14 +85,17 @@ class CoschedulingPodGroup(KubeModel):
 # --- the Basic | Gang policy union shared by both native APIs ---------------------------
 
 
+@kube_model
 class BasicSchedulingPolicy(KubeModel):
     """Empty on purpose: its presence selects the Basic policy (KEP-4671)."""
 
 
+@kube_model
 class GangSchedulingPolicy(KubeModel):
     min_count: int = 0
 
 
+@kube_model
 class SchedulingPolicy(KubeModel):
     """``PodGroupPolicy`` (v1alpha1) / ``schedulingPolicy`` (v1alpha2): one of
     ``basic`` or ``gang``."""
@@ -101,23 +107,27 @@ class SchedulingPolicy(KubeModel):
 # --- Workload (scheduling.k8s.io/v1alpha1) ---------------------------------------------
 
 
+@kube_model
 class TypedLocalObjectReference(KubeModel):
     api_group: str = ""
     kind: str = ""
     name: str = ""
 
 
+@kube_model
 class WorkloadPodGroup(KubeModel):
     name: str = ""
     policy: SchedulingPolicy = Field(default_factory=SchedulingPolicy)
 
 
+@kube_model
 class WorkloadSpec(KubeModel):
     controller_ref: TypedLocalObjectReference | None = None
     pod_groups: list[WorkloadPodGroup] = Field(default_factory=list)
 
 
-class Workload(KubeModel):
+@kube_model
+class Workload(KubeObject):
     api_version: str = GangApi.WORKLOAD.value
     kind: str = "Workload"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -127,11 +137,13 @@ class Workload(KubeModel):
 # --- PodGroup (scheduling.k8s.io/v1alpha2) -----------------------------------------------
 
 
+@kube_model
 class PodGroupTemplateReference(KubeModel):
     workload_name: str = ""
     pod_group_template_name: str = ""
 
 
+@kube_model
 class PodGroupSpec(KubeModel):
     pod_group_template_ref: PodGroupTemplateReference | None = None
     scheduling_policy: SchedulingPolicy = Field(default_factory=SchedulingPolicy)
@@ -140,6 +152,7 @@ class PodGroupSpec(KubeModel):
     disruption_mode: str | None = None  # Pod | PodGroup (KEP-5710)
 
 
+@kube_model
 class Condition(KubeModel):
     """``metav1.Condition``."""
 
@@ -151,11 +164,13 @@ class Condition(KubeModel):
     observed_generation: int | None = None
 
 
+@kube_model
 class PodGroupStatus(KubeModel):
     conditions: list[Condition] = Field(default_factory=list)
 
 
-class PodGroup(KubeModel):
+@kube_model
+class PodGroup(KubeObject):
     api_version: str = GangApi.POD_GROUP.value
     kind: str = "PodGroup"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -166,6 +181,7 @@ class PodGroup(KubeModel):
 # --- Workload (scheduling.k8s.io/v1alpha2): templates for standalone PodGroups ------------
 
 
+@kube_model
 class PodGroupTemplate(KubeModel):
     name: str = ""
     scheduling_policy: SchedulingPolicy | None = None
@@ -178,11 +194,13 @@ class PodGroupTemplate(KubeModel):
         return self.scheduling_policy or self.policy or SchedulingPolicy()
 
 
+@kube_model
 class WorkloadTemplatesSpec(KubeModel):
     pod_group_templates: list[PodGroupTemplate] = Field(default_factory=list)
 
 
-class WorkloadTemplates(KubeModel):
+@kube_model
+class WorkloadTemplates(KubeObject):
     api_version: str = GangApi.POD_GROUP.value
     kind: str = "Workload"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
