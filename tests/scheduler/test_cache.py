@@ -42,6 +42,18 @@ def test_the_bound_pod_confirms_the_assumption_without_double_counting() -> None
     assert cpu_on(cache, "n1") == 1000
 
 
+def test_a_confirmed_binding_drops_what_plugins_derived_to_place_the_pod() -> None:
+    cache, _ = cache_with("n1")
+    pod = make_pod().name("p").req(cpu="1").obj()
+    info = PodInfo.of(pod)
+    info.extra["NodeResourcesFit"] = object()
+    cache.assume(info, "n1")
+    cache.finish_binding(pod.key)
+    assert info.extra  # still being placed: the binding may yet fail
+    cache.add_pod(pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": "n1"})}))
+    assert cache.info_of("default/p") is info and info.extra == {}
+
+
 def test_an_assumed_pod_whose_binding_is_never_confirmed_expires() -> None:
     cache, clock = cache_with("n1")
     info = PodInfo.of(make_pod().name("p").req(cpu="1").obj())

@@ -102,9 +102,13 @@ class Cache:
         cached = self._pods.get(key)
         if cached is not None:
             if cached.assumed and cached.node_name == pod.spec.node_name:
-                # The binding we made is confirmed: keep the accounting, drop expiry.
+                # The binding we made is confirmed: keep the accounting, drop expiry,
+                # and what plugins derived from the pod to place it (``extra`` is a
+                # cache, recomputed if asked again), which bound pods would otherwise
+                # carry for as long as they run.
                 cached.assumed = False
                 cached.deadline = None
+                cached.info.extra.clear()
                 if _accounted_alike(cached.info.pod, pod):
                     # Binding changes nothing the accounting derived from the spec.
                     cached.info.pod = pod
