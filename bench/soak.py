@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import sys
 import tempfile
 import time
@@ -131,6 +132,8 @@ class Sample:
     pods_bound: int
     pods_in_cache: int
     pods_in_informer: int
+    cpu_percent: float  # this process (scheduler and harness) over the interval
+    load_average: float  # the machine's, over the last minute
 
 
 class Sampler:
@@ -140,9 +143,12 @@ class Sampler:
         self.samples: list[Sample] = []
         self._types: Counter[str] = Counter()
         self._snapshot: tracemalloc.Snapshot | None = None
+        self._cpu = (time.perf_counter(), time.process_time())
 
     def take(self, minutes: float, scheduler: Scheduler, informer_pods: int, created: int) -> None:
         lag_max, lag_p99 = self.lag.take()
+        wall, cpu = time.perf_counter(), time.process_time()
+        cpu_percent = 100.0 * (cpu - self._cpu[1]) / max(1e-9, wall - self._cpu[0])
         objects = gc.get_objects()
         alive = sum(1 for obj in objects if type(obj) is Pod)
         if self.args.diagnose:
@@ -160,13 +166,17 @@ class Sampler:
             pods_bound=scheduler.stats.results["scheduled"],
             pods_in_cache=scheduler.cache.pod_count,
             pods_in_informer=informer_pods,
+            cpu_percent=round(cpu_percent, 1),
+            load_average=round(os.getloadavg()[0], 2),
         )
         self.samples.append(sample)
+        self._cpu = (time.perf_counter(), time.process_time())
         self.lag.measuring = False  # the tick that waited for this sample does not count
         print(
             f"{sample.minutes:6.2f} min: rss {sample.rss_mb} MB, {alive} Pod objects, "
             f"loop lag max {sample.lag_max_ms} ms p99 {sample.lag_p99_ms} ms, "
-            f"{sample.pods_bound} pods bound of {created} created",
+            f"{sample.pods_bound} pods bound of {created} created; cpu {sample.cpu_percent}%, "
+            f"load {sample.load_average}",
             flush=True,
         )
 
