@@ -5,18 +5,22 @@
 embedded API server in its own process (``bench.server --kubelets``: a simulated kubelet
 on every node) and the troupe daemon in this one, as ``bench.churn`` does, with the
 daemon's production defaults (no per-attempt latencies kept). Every second the
-harness creates one batch of ``--rate`` pods over HTTP, as controllers would:
-``--gang-share`` of them in gangs of ``--gang-size`` (a scheduler-plugins PodGroup with
-``minMember`` = the size, members joined by the ``scheduling.x-k8s.io/pod-group``
-label), the rest plain pods. Every pod carries ``troupe.dev/run-seconds``, so once bound
-its kubelet runs it and marks it Succeeded ``--run-seconds`` later; ``--delete-after``
-seconds after a batch was created the harness deletes its pods and PodGroups (one
-delete-collection each, by the batch's label), as a Job's TTL controller would.
+harness creates one batch of ``--rate`` pods over HTTP, as controllers would, spread
+evenly over the second: ``--gang-share`` of them in gangs of ``--gang-size`` (a
+scheduler-plugins PodGroup with ``minMember`` = the size, members joined by the
+``scheduling.x-k8s.io/pod-group`` label), the rest plain pods. Every pod carries
+``troupe.dev/run-seconds``, so once bound its kubelet runs it and marks it Succeeded
+``--run-seconds`` later; ``--delete-after`` seconds after a batch was created the harness
+deletes its pods and PodGroups (one delete-collection each, by the batch's label), as a
+Job's TTL controller would.
 
 Every ``--interval`` seconds it prints and records the scheduler process's resident
 memory (``/proc/self/statm``, now, not the peak), the ``Pod`` objects alive in it (no
 collection is forced), the event loop's lag over the interval (how late a 10 ms
 asyncio timer fired: the largest and the 99th percentile) and the pods bound so far.
+On a shared machine a process waits for a core too, so the same timer also runs in an
+otherwise idle process (``python -m bench.soak``) and its lag over the same interval is
+recorded beside the scheduler's (``idle_lag_*``): the difference is the scheduler's own.
 At the end it prints the memory slope after warm-up (least squares over the samples
 from ``--warmup-minutes`` on, default the first 20% of the run, in MB per 10 minutes);
 the last line of output is one JSON object with every sample and the slope.
@@ -121,6 +125,46 @@ class LoopLag:
         return max(lags) * 1e3, float(np.percentile(lags, 99)) * 1e3
 
 
+class IdleLag:
+    """``python -m bench.soak``: a ``LoopLag`` in an otherwise idle process, the control
+    for the scheduler's. Each line on stdin is answered with "<max> <p99>" (ms) since
+    the previous one."""
+
+    def __init__(self) -> None:
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.soak",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+
+    async def take(self) -> tuple[float, float]:
+        assert self.proc is not None and self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(b"\n")
+        await self.proc.stdin.drain()
+        lag_max, lag_p99 = (await self.proc.stdout.readline()).split()
+        return float(lag_max), float(lag_p99)
+
+    async def stop(self) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            self.proc.stdin.close()
+            await self.proc.wait()
+
+
+async def _idle_lag() -> None:
+    lag = LoopLag()
+    loop = asyncio.get_running_loop()
+    timer = loop.create_task(lag.run())
+    while await loop.run_in_executor(None, sys.stdin.readline):
+        lag_max, lag_p99 = lag.take()
+        print(f"{lag_max:.2f} {lag_p99:.2f}", flush=True)
+    timer.cancel()
+
+
 @dataclass(slots=True)
 class Sample:
     minutes: float
@@ -128,6 +172,8 @@ class Sample:
     pods_alive: int
     lag_max_ms: float
     lag_p99_ms: float
+    idle_lag_max_ms: float  # the same timer in an idle process, over the same interval
+    idle_lag_p99_ms: float
     pods_created: int
     pods_bound: int
     pods_in_cache: int
@@ -137,16 +183,20 @@ class Sample:
 
 
 class Sampler:
-    def __init__(self, args: argparse.Namespace, lag: LoopLag) -> None:
+    def __init__(self, args: argparse.Namespace, lag: LoopLag, idle: IdleLag) -> None:
         self.args = args
         self.lag = lag
+        self.idle = idle
         self.samples: list[Sample] = []
         self._types: Counter[str] = Counter()
         self._snapshot: tracemalloc.Snapshot | None = None
         self._cpu = (time.perf_counter(), time.process_time())
 
-    def take(self, minutes: float, scheduler: Scheduler, informer_pods: int, created: int) -> None:
+    async def take(
+        self, minutes: float, scheduler: Scheduler, informer_pods: int, created: int
+    ) -> None:
         lag_max, lag_p99 = self.lag.take()
+        idle_max, idle_p99 = await self.idle.take()
         wall, cpu = time.perf_counter(), time.process_time()
         cpu_percent = 100.0 * (cpu - self._cpu[1]) / max(1e-9, wall - self._cpu[0])
         objects = gc.get_objects()
@@ -162,6 +212,8 @@ class Sampler:
             pods_alive=alive,
             lag_max_ms=round(lag_max, 2),
             lag_p99_ms=round(lag_p99, 2),
+            idle_lag_max_ms=idle_max,
+            idle_lag_p99_ms=idle_p99,
             pods_created=created,
             pods_bound=scheduler.stats.results["scheduled"],
             pods_in_cache=scheduler.cache.pod_count,
@@ -174,7 +226,8 @@ class Sampler:
         self.lag.measuring = False  # the tick that waited for this sample does not count
         print(
             f"{sample.minutes:6.2f} min: rss {sample.rss_mb} MB, {alive} Pod objects, "
-            f"loop lag max {sample.lag_max_ms} ms p99 {sample.lag_p99_ms} ms, "
+            f"loop lag max {sample.lag_max_ms} ms p99 {sample.lag_p99_ms} ms "
+            f"(idle process: {idle_max} / {idle_p99} ms), "
             f"{sample.pods_bound} pods bound of {created} created; cpu {sample.cpu_percent}%, "
             f"load {sample.load_average}",
             flush=True,
@@ -184,7 +237,10 @@ class Sampler:
         types = Counter(type(obj).__qualname__ for obj in objects)
         if self._types:
             grown = (types - self._types).most_common(12)
-            print("  grew: " + ", ".join(f"{n} +{c}" for n, c in grown), file=sys.stderr)
+            print(
+                "  grew: " + ", ".join(f"{n} +{c} (={types[n]})" for n, c in grown),
+                file=sys.stderr,
+            )
         self._types = types
 
     def _trace(self) -> None:
@@ -199,7 +255,8 @@ class Sampler:
 
 
 class Churn:
-    """Creates one batch a second and deletes each batch ``--delete-after`` later."""
+    """Creates one batch a second, spread over the second, and deletes each batch
+    ``--delete-after`` seconds after it was created."""
 
     def __init__(self, args: argparse.Namespace, session: aiohttp.ClientSession, api: str):
         self.args = args
@@ -210,26 +267,28 @@ class Churn:
         self.plain = max(0, args.rate - self.gangs * args.gang_size)
         self._slots = asyncio.Semaphore(args.concurrency)
 
-    def batch(self, n: int) -> list[tuple[str, dict[str, Any]]]:
-        """(collection path, object) of batch ``n``, each PodGroup before its members."""
+    def batch(self, n: int) -> list[list[tuple[str, dict[str, Any]]]]:
+        """Batch ``n`` as units created together, each (collection path, object): a plain
+        pod, or a gang (its PodGroup, then its members), the gangs spread among the pods."""
         labels = {BATCH_LABEL: str(n)}
         annotations = {RUN_SECONDS_ANNOTATION: str(self.args.run_seconds)}
         pods = f"api/v1/namespaces/{NAMESPACE}/pods"
         groups = f"{PODGROUPS}/namespaces/{NAMESPACE}/podgroups"
-        objects = []
+        units = [
+            [(pods, server.pod(f"soak-{n}-{i}", labels=labels, annotations=annotations))]
+            for i in range(self.plain)
+        ]
         for g in range(self.gangs):
             name = f"soak-{n}-g{g}"
-            objects.append((groups, server.pod_group(name, self.args.gang_size, labels)))
+            gang = [(groups, server.pod_group(name, self.args.gang_size, labels))]
             member_labels = {**labels, POD_GROUP_LABEL: name}
             for m in range(self.args.gang_size):
                 member = server.pod(
                     f"{name}-{m}", memory="128Mi", labels=member_labels, annotations=annotations
                 )
-                objects.append((pods, member))
-        for i in range(self.plain):
-            plain = server.pod(f"soak-{n}-{i}", labels=labels, annotations=annotations)
-            objects.append((pods, plain))
-        return objects
+                gang.append((pods, member))
+            units.insert(g * (len(units) + 1) // self.gangs, gang)
+        return units
 
     async def _post(self, path: str, body: dict[str, Any]) -> None:
         async with self._slots, self.session.post(f"{self.api}/{path}", json=body) as resp:
@@ -237,11 +296,21 @@ class Churn:
         if body["kind"] == "Pod":
             self.created += 1
 
-    async def create(self, n: int) -> None:
-        objects = self.batch(n)
-        groups = [self._post(path, body) for path, body in objects if body["kind"] == "PodGroup"]
-        await asyncio.gather(*groups)
-        await asyncio.gather(*(self._post(p, body) for p, body in objects if body["kind"] == "Pod"))
+    async def _create_unit(self, unit: list[tuple[str, dict[str, Any]]]) -> None:
+        group = [(path, body) for path, body in unit if body["kind"] == "PodGroup"]
+        for path, body in group:
+            await self._post(path, body)
+        await asyncio.gather(*(self._post(p, body) for p, body in unit if body["kind"] == "Pod"))
+
+    async def create(self, n: int, due: float) -> None:
+        """Batch ``n``, its units evenly over the second from ``due`` (perf_counter)."""
+        units = self.batch(n)
+        async with asyncio.TaskGroup() as posts:
+            for i, unit in enumerate(units):
+                wait = due + i / len(units) - time.perf_counter()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                posts.create_task(self._create_unit(unit))
 
     async def delete(self, n: int) -> None:
         query = {"labelSelector": f"{BATCH_LABEL}={n}"}
@@ -257,10 +326,8 @@ class Churn:
         start = time.perf_counter()
         delay = max(1, round(self.args.delete_after))
         n = 0
-        while (now := time.perf_counter() - start) < seconds:
-            if n > now:
-                await asyncio.sleep(n - now)
-            work = [self.create(n)]
+        while time.perf_counter() - start < seconds:
+            work = [self.create(n, max(start + n, time.perf_counter()))]
             if n >= delay:
                 work.append(self.delete(n - delay))
             await asyncio.gather(*work)
@@ -285,8 +352,9 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
             scheduler, informers = daemon.scheduler, daemon.informers
             assert scheduler is not None and informers is not None
             api = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-            lag = LoopLag()
-            sampler = Sampler(args, lag)
+            lag, idle = LoopLag(), IdleLag()
+            await idle.start()
+            sampler = Sampler(args, lag, idle)
             if args.tracemalloc:
                 tracemalloc.start()
             try:
@@ -295,17 +363,25 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
                     timer = tasks.create_task(lag.run())
                     start = time.perf_counter()
 
-                    def sample() -> None:
+                    async def sample() -> None:
                         minutes = (time.perf_counter() - start) / 60.0
-                        sampler.take(minutes, scheduler, len(informers.pods.store), churn.created)
+                        pods = len(informers.pods.store)
+                        await sampler.take(minutes, scheduler, pods, churn.created)
 
-                    sample()
+                    await sample()
                     driver = tasks.create_task(churn.run(args.minutes * 60.0))
+                    k = 1
                     while not driver.done():
-                        await asyncio.wait({driver}, timeout=args.interval)
-                        sample()
+                        due = start + k * args.interval - time.perf_counter()
+                        await asyncio.wait({driver}, timeout=max(0.0, due))
+                        if not driver.done():
+                            await sample()
+                            k += 1
+                    if time.perf_counter() - start > (k - 1) * args.interval + 1.0:
+                        await sample()  # the end of the churn, unless one was just taken
                     timer.cancel()
             finally:
+                await idle.stop()
                 await daemon.stop(grace=5)
     slope = slope_mb_per_10min([(s.minutes, s.rss_mb) for s in sampler.samples], warmup)
     return {
@@ -338,3 +414,9 @@ def run(args: argparse.Namespace) -> int:
     )
     print(json.dumps(result))
     return 0
+
+
+if __name__ == "__main__":
+    import uvloop
+
+    uvloop.run(_idle_lag())

@@ -74,6 +74,7 @@ def test_a_short_soak_creates_binds_and_samples(soak: tuple[dict[str, Any], str]
     for s in samples:
         assert s["rss_mb"] > 0 and s["pods_alive"] >= 0
         assert 0 <= s["lag_p99_ms"] <= s["lag_max_ms"]
+        assert 0 <= s["idle_lag_p99_ms"] <= s["idle_lag_max_ms"]
     assert samples[-1]["pods_bound"] <= result["pods_bound"]
     assert "rss_mb_per_10min" in result
 
