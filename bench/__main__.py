@@ -1,13 +1,15 @@
 """Entry point: ``python -m bench basic --nodes 5000 --existing-pods 1000 --pods 10000``,
 ``python -m bench e2e ...``, ``python -m bench gang [--shapes all|GxS,...]``,
-``python -m bench churn --rounds 5 --pods 6000``, ``python -m bench chaos [--quick] [--seed N]``."""
+``python -m bench churn --rounds 5 --pods 6000``, ``python -m bench chaos [--quick] [--seed N]``,
+``python -m bench soak --minutes 30``,
+``python -m bench scale --nodes 5000 --existing-pods 1000 --pods 50000``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from bench import basic, chaos, churn, e2e, gang, transport
+from bench import basic, chaos, churn, e2e, gang, scale, soak, transport
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     transport.add_arguments(sub.add_parser("transport", help="client CPU per API request"))
     churn.add_arguments(sub.add_parser("churn", help="memory after rounds of create/bind/delete"))
     chaos.add_arguments(sub.add_parser("chaos", help="two replicas under faults; invariants"))
+    soak.add_arguments(sub.add_parser("soak", help="memory and loop lag under steady churn"))
+    scale.add_arguments(sub.add_parser("scale", help="the daemon's memory with many pods"))
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
@@ -32,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         return churn.run(args)
     if args.name == "chaos":
         return chaos.run(args)
+    if args.name == "soak":
+        return soak.run(args)
+    if args.name == "scale":
+        return scale.run(args)
     return 2
 
 

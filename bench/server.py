@@ -6,6 +6,12 @@ for ``troupe-scheduler`` (100m / 500Mi, the scheduler_perf pod template), writes
 kubeconfig, prints ``READY`` and serves until stdin closes. A separate process so
 the API server and the scheduler each get a core, as in a real control plane.
 
+``--kubelets`` runs a simulated kubelet for every node (``troupe.sim.kubelet``): bound
+pods go Running, run-to-completion pods (annotation ``troupe.dev/run-seconds``)
+Succeeded, and graceful deletes finish. ``--pod-group-crd`` installs the
+scheduler-plugins PodGroup CRD without creating any gang (``bench.soak`` creates them
+over HTTP).
+
 ``--gangs G --gang-size S`` adds G scheduler-plugins PodGroups
 (``scheduling.x-k8s.io/v1alpha1``, ``minMember`` S, the CRD installed first) named
 ``gang-0000``..., each with S member pods labelled
@@ -21,14 +27,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from troupe.api.clock import RealClock
 from troupe.api.gangs import POD_GROUP_LABEL
 from troupe.sim.apiserver.server import ApiServer
 from troupe.sim.crds import POD_GROUP_CRD
+from troupe.sim.kubelet import Kubelets
 
 NAMESPACE = "bench"
 
@@ -52,7 +61,12 @@ def node(i: int) -> dict[str, Any]:
 
 
 def pod(
-    name: str, node_name: str = "", *, memory: str = "500Mi", labels: dict[str, str] | None = None
+    name: str,
+    node_name: str = "",
+    *,
+    memory: str = "500Mi",
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulerName": "troupe-scheduler",
@@ -69,6 +83,8 @@ def pod(
     metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE}
     if labels:
         metadata["labels"] = labels
+    if annotations:
+        metadata["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
@@ -78,11 +94,14 @@ def gang_name(g: int) -> str:
     return f"gang-{g:04d}"
 
 
-def pod_group(name: str, min_member: int) -> dict[str, Any]:
+def pod_group(name: str, min_member: int, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE}
+    if labels:
+        metadata["labels"] = labels
     return {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1",
         "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": NAMESPACE},
+        "metadata": metadata,
         "spec": {"minMember": min_member},
     }
 
@@ -100,10 +119,12 @@ async def serve(args: argparse.Namespace) -> None:
     store.create(
         "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     )
-    if args.gangs:
+    if args.gangs or args.pod_group_crd:
         store.create("customresourcedefinitions.apiextensions.k8s.io", POD_GROUP_CRD)
+    kubelets = Kubelets(store, RealClock())
     for i in range(args.nodes):
         store.create("nodes", node(i), copy=False)
+        kubelets.nodes.add(f"node-{i}")
     for i in range(args.existing_pods):
         store.create("pods", pod(f"existing-{i}", f"node-{i % args.nodes}"), copy=False)
     for i in range(args.pods):
@@ -113,6 +134,7 @@ async def serve(args: argparse.Namespace) -> None:
         store.create("podgroups.scheduling.x-k8s.io", pod_group(name, args.gang_size), copy=False)
         for member in gang_members(name, args.gang_size, args.gang_memory):
             store.create("pods", member, copy=False)
+    kubelets_task = asyncio.create_task(kubelets.run()) if args.kubelets else None
     server.write_kubeconfig(args.kubeconfig)
     profile = None
     if args.profile:
@@ -126,6 +148,10 @@ async def serve(args: argparse.Namespace) -> None:
     if profile is not None:
         profile.disable()
         profile.dump_stats(args.profile)
+    if kubelets_task is not None:
+        kubelets_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await kubelets_task
     await server.stop()
 
 
@@ -189,6 +215,8 @@ def main() -> None:
     p.add_argument("--gangs", type=int, default=0, help="scheduler-plugins PodGroups to create")
     p.add_argument("--gang-size", type=int, default=0, help="members (and minMember) per gang")
     p.add_argument("--gang-memory", default="128Mi", help="memory request of a gang member")
+    p.add_argument("--kubelets", action="store_true", help="simulated kubelets on every node")
+    p.add_argument("--pod-group-crd", action="store_true", help="install the PodGroup CRD")
     p.add_argument("--kubeconfig", required=True)
     p.add_argument("--profile", default="", help="cProfile from READY to exit into this file")
     import uvloop

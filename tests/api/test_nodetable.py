@@ -6,6 +6,7 @@ import gc
 import weakref
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.nodetable import NodeTable
@@ -130,6 +131,30 @@ def test_the_change_log_keeps_what_readers_need_and_no_removed_pod() -> None:
     assert record.host_ports == (("TCP", "0.0.0.0", 8049),)
     assert record.affinity is not None
     assert [t.topology_key for t in record.affinity.required_anti_affinity] == ["zone"]
+
+
+@pytest.mark.parametrize(
+    ("live", "kept_at_least", "kept_at_most"),
+    [(10, 2048, 4096), (5000, 5000, 10002)],
+    ids=["a small cluster keeps the floor", "a larger one about as many as its pods"],
+)
+def test_the_change_log_follows_the_live_pods_not_the_churn(
+    live: int, kept_at_least: int, kept_at_most: int
+) -> None:
+    table = NodeTable()
+    table.add_node(make_node().name("n1").capacity(cpu="640", pods=10_000).obj())
+    for i in range(live):
+        table.add_pod(PodInfo.of(make_pod().name(f"live-{i}").obj()), "n1")
+    for i in range(10_000):  # pods that come and go: two changes each
+        info = PodInfo.of(make_pod().name(f"p{i}").obj())
+        table.add_pod(info, "n1")
+        table.remove_pod(info, "n1")
+        seq = table.change_seq
+        if seq >= kept_at_least:
+            assert table.changes_since(seq - kept_at_least) is not None
+        if seq > kept_at_most:
+            assert table.changes_since(seq - kept_at_most - 1) is None
+    assert table.pod_count == live
 
 
 def test_removing_with_another_podinfo_takes_back_what_was_accounted() -> None:

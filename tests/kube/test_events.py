@@ -25,7 +25,8 @@ from tests.kube.fakes import FakeTransport, reply
 
 EVENTS = "/apis/events.k8s.io/v1/namespaces/ns/events"
 POD = ObjectRef("Pod", "ns", "p", "u-1")
-FAILED = Event(POD, "Warning", "FailedScheduling", "Scheduling", "0/3 nodes are available.")
+FAILED_FIELDS = ("Warning", "FailedScheduling", "Scheduling", "0/3 nodes are available.")
+FAILED = Event(POD, *FAILED_FIELDS)
 MICRO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
 
@@ -157,6 +158,27 @@ async def test_a_series_that_ends_gets_its_final_count_and_is_forgotten() -> Non
     await rec.record(FAILED)
     assert t.sent[-1].method == "POST"
     assert t.sent[-1].json()["metadata"]["name"] != t.sent[0].json()["metadata"]["name"]
+
+
+async def test_a_flush_forgets_the_series_that_ended_and_keeps_the_one_that_repeats() -> None:
+    t, clock = FakeTransport(), FakeClock()
+    rec = recorder(t, clock)
+    pods = [Event(ObjectRef("Pod", "ns", f"p{i}", f"u-{i}"), *FAILED_FIELDS) for i in range(3)]
+    for event in pods:
+        await rec.record(event)
+        clock.advance(1)
+    clock.advance(rec.policy.finish_after - 10)
+    await rec.record(pods[0])  # the oldest takes a repeat (written at once) ...
+    await rec.record(pods[0])  # ... and another, counted in memory
+    clock.advance(20)
+    await rec.flush()
+    assert len(rec) == 1  # p1 and p2 ended; p0 goes on
+    clock.advance(rec.policy.finish_after)
+    await rec.flush()
+    assert len(rec) == 0
+    final = t.sent[-1]
+    assert final.method == "PATCH" and "/events/p0." in final.path
+    assert final.json()["series"]["count"] == 3
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from troupe.api.clock import FakeClock
 from troupe.api.podinfo import PodInfo
 from troupe.scheduler.cache import Cache
@@ -40,6 +42,18 @@ def test_the_bound_pod_confirms_the_assumption_without_double_counting() -> None
     clock.advance(60)
     assert cache.cleanup_expired() == []
     assert cpu_on(cache, "n1") == 1000
+
+
+def test_a_confirmed_binding_drops_what_plugins_derived_to_place_the_pod() -> None:
+    cache, _ = cache_with("n1")
+    pod = make_pod().name("p").req(cpu="1").obj()
+    info = PodInfo.of(pod)
+    info.extra["NodeResourcesFit"] = object()
+    cache.assume(info, "n1")
+    cache.finish_binding(pod.key)
+    assert info.extra  # still being placed: the binding may yet fail
+    cache.add_pod(pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": "n1"})}))
+    assert cache.info_of("default/p") is info and info.extra == {}
 
 
 def test_an_assumed_pod_whose_binding_is_never_confirmed_expires() -> None:
@@ -118,3 +132,48 @@ def test_a_status_update_leaves_the_table_alone_and_a_label_change_reaccounts() 
     bigger = make_pod().name("p").req(cpu="2").label("app", "b").node("n1").obj()
     cache.update_pod(relabelled, bigger)
     assert cpu_on(cache, "n1") == 2000
+
+
+# One step on one of three pods: assume it on n1, finish its binding, see it bound to
+# n1 or n2, see it deleted, forget it, or let 20 s pass and expire what is due.
+Step = tuple[str, int]
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["assume", "finish", "bound n1", "bound n2", "delete", "forget", "wait"]),
+        st.integers(0, 2),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(STEPS)
+def test_expiry_sees_exactly_the_assumed_pods(steps: list[Step]) -> None:
+    cache, clock = cache_with("n1", "n2")
+    pods = [make_pod().name(f"p{i}").req(cpu="1").obj() for i in range(3)]
+    for what, i in steps:
+        pod = pods[i]
+        if what == "assume" and pod.key not in cache:
+            cache.assume(PodInfo.of(pod), "n1")
+        elif what == "finish":
+            cache.finish_binding(pod.key)
+        elif what.startswith("bound"):
+            node = what.split()[1]
+            cache.add_pod(
+                pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
+            )
+        elif what == "delete":
+            cache.remove_pod(pod)
+        elif what == "forget":
+            cache.forget(PodInfo.of(pod))
+        elif what == "wait":
+            clock.advance(20)
+            for key in cache.cleanup_expired():
+                assert key not in cache
+        assumed = [p.key for p in pods if cache.is_assumed(p.key)]
+        assert cache.assumed_count == len(assumed)
+    clock.advance(1000)
+    expired = cache.cleanup_expired()
+    for p in pods:
+        assert not (cache.is_assumed(p.key) and not cache.binding_in_flight(p.key))
+        assert p.key not in expired or p.key not in cache

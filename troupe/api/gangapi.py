@@ -31,7 +31,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, model_validator
 
 from troupe.api.gangs import GangApi
-from troupe.api.objects import KubeModel, ObjectMeta, ResourceMap
+from troupe.api.objects import KubeModel, KubeObject, ObjectMeta, ResourceMap, kube_model
 
 # WorkloadMaxPodGroups (KEP-4671 "API").
 WORKLOAD_MAX_POD_GROUPS: Final = 8
@@ -64,6 +64,7 @@ def parse_time(value: str | None) -> float:
 # --- scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) ------------------------
 
 
+@kube_model
 class CoschedulingPodGroupSpec(KubeModel):
     # Absent reads as 0, which the policy check reports (the CRD requires >= 1).
     min_member: int = 0
@@ -71,6 +72,7 @@ class CoschedulingPodGroupSpec(KubeModel):
     schedule_timeout_seconds: int | None = None
 
 
+@kube_model
 class CoschedulingPodGroupStatus(KubeModel):
     phase: str = ""
     occupied_by: str = ""
@@ -80,7 +82,8 @@ class CoschedulingPodGroupStatus(KubeModel):
     schedule_start_time: str | None = None
 
 
-class CoschedulingPodGroup(KubeModel):
+@kube_model
+class CoschedulingPodGroup(KubeObject):
     api_version: str = GangApi.COSCHEDULING.value
     kind: str = "PodGroup"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -91,14 +94,17 @@ class CoschedulingPodGroup(KubeModel):
 # --- the Basic | Gang policy union shared by both native APIs ---------------------------
 
 
+@kube_model
 class BasicSchedulingPolicy(KubeModel):
     """Empty on purpose: its presence selects the Basic policy (KEP-4671)."""
 
 
+@kube_model
 class GangSchedulingPolicy(KubeModel):
     min_count: int = 0
 
 
+@kube_model
 class SchedulingPolicy(KubeModel):
     """``PodGroupPolicy`` (v1alpha1) / ``schedulingPolicy`` (v1alpha2): one of
     ``basic`` or ``gang``."""
@@ -110,23 +116,27 @@ class SchedulingPolicy(KubeModel):
 # --- Workload (scheduling.k8s.io/v1alpha1) ---------------------------------------------
 
 
+@kube_model
 class TypedLocalObjectReference(KubeModel):
     api_group: str = ""
     kind: str = ""
     name: str = ""
 
 
+@kube_model
 class WorkloadPodGroup(KubeModel):
     name: str = ""
     policy: SchedulingPolicy = Field(default_factory=SchedulingPolicy)
 
 
+@kube_model
 class WorkloadSpec(KubeModel):
     controller_ref: TypedLocalObjectReference | None = None
     pod_groups: list[WorkloadPodGroup] = Field(default_factory=list)
 
 
-class Workload(KubeModel):
+@kube_model
+class Workload(KubeObject):
     api_version: str = GangApi.WORKLOAD.value
     kind: str = "Workload"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -136,6 +146,7 @@ class Workload(KubeModel):
 # --- PodGroup (scheduling.k8s.io/v1alpha2) -----------------------------------------------
 
 
+@kube_model
 class PodGroupTemplateReference(KubeModel):
     """v1alpha2 ``podGroupTemplateRef``: upstream nests the names under ``workload``
     (``WorkloadPodGroupTemplateReference``); the flat form earlier troupe releases
@@ -152,6 +163,7 @@ class PodGroupTemplateReference(KubeModel):
         return data
 
 
+@kube_model
 class PodGroupSpec(KubeModel):
     pod_group_template_ref: PodGroupTemplateReference | None = None
     scheduling_policy: SchedulingPolicy = Field(default_factory=SchedulingPolicy)
@@ -160,6 +172,7 @@ class PodGroupSpec(KubeModel):
     disruption_mode: str | None = None  # Pod | PodGroup (KEP-5710)
 
 
+@kube_model
 class Condition(KubeModel):
     """``metav1.Condition``."""
 
@@ -171,11 +184,13 @@ class Condition(KubeModel):
     observed_generation: int | None = None
 
 
+@kube_model
 class PodGroupStatus(KubeModel):
     conditions: list[Condition] = Field(default_factory=list)
 
 
-class PodGroup(KubeModel):
+@kube_model
+class PodGroup(KubeObject):
     api_version: str = GangApi.POD_GROUP.value
     kind: str = "PodGroup"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -186,6 +201,7 @@ class PodGroup(KubeModel):
 # --- Workload (scheduling.k8s.io/v1alpha2): templates for standalone PodGroups ------------
 
 
+@kube_model
 class PodGroupTemplate(KubeModel):
     name: str = ""
     scheduling_policy: SchedulingPolicy | None = None
@@ -198,11 +214,13 @@ class PodGroupTemplate(KubeModel):
         return self.scheduling_policy or self.policy or SchedulingPolicy()
 
 
+@kube_model
 class WorkloadTemplatesSpec(KubeModel):
     pod_group_templates: list[PodGroupTemplate] = Field(default_factory=list)
 
 
-class WorkloadTemplates(KubeModel):
+@kube_model
+class WorkloadTemplates(KubeObject):
     api_version: str = GangApi.POD_GROUP.value
     kind: str = "Workload"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -224,10 +242,12 @@ POD_GROUP_INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 
 
+@kube_model
 class EmptyMember(KubeModel):
     """An intentionally empty union member (``single``, ``all``): its presence chooses."""
 
 
+@kube_model
 class DisruptionMode(KubeModel):
     """``{single: {}}`` (the default) | ``{all: {}}``: members disrupted one by one, or
     the group only as a whole."""
@@ -236,16 +256,19 @@ class DisruptionMode(KubeModel):
     all: EmptyMember | None = None
 
 
+@kube_model
 class TopologyConstraint(KubeModel):
     key: str = ""
 
 
+@kube_model
 class SchedulingConstraints(KubeModel):
     """KEP-5732: at most one constraint; all members in one domain of the node label."""
 
     topology: list[TopologyConstraint] = Field(default_factory=list)
 
 
+@kube_model
 class PodGroupResourceClaim(KubeModel):
     """KEP-5729: a claim shared by the group (one of a claim or a template)."""
 
@@ -254,11 +277,13 @@ class PodGroupResourceClaim(KubeModel):
     resource_claim_template_name: str | None = None
 
 
+@kube_model
 class WorkloadReference(KubeModel):
     workload_name: str = ""
     template_name: str = ""
 
 
+@kube_model
 class V1beta1GroupFields(KubeModel):
     """What a v1beta1 PodGroup and a PodGroupTemplate have in common."""
 
@@ -271,13 +296,15 @@ class V1beta1GroupFields(KubeModel):
     preemption_policy: str | None = None
 
 
+@kube_model
 class V1beta1PodGroupSpec(V1beta1GroupFields):
     # KEP-6012: the v1alpha3 CompositePodGroup this group is a child of.
     parent_composite_pod_group_name: str | None = None
     workload_ref: WorkloadReference | None = None
 
 
-class V1beta1PodGroup(KubeModel):
+@kube_model
+class V1beta1PodGroup(KubeObject):
     api_version: str = POD_GROUP_V1BETA1
     kind: str = "PodGroup"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -285,6 +312,7 @@ class V1beta1PodGroup(KubeModel):
     status: PodGroupStatus = Field(default_factory=PodGroupStatus)
 
 
+@kube_model
 class V1beta1PodGroupTemplate(V1beta1GroupFields):
     name: str = ""
 
@@ -293,12 +321,14 @@ class V1beta1PodGroupTemplate(V1beta1GroupFields):
         return self.scheduling_policy
 
 
+@kube_model
 class V1beta1WorkloadSpec(KubeModel):
     controller_ref: TypedLocalObjectReference | None = None
     pod_group_templates: list[V1beta1PodGroupTemplate] = Field(default_factory=list)
 
 
-class V1beta1Workload(KubeModel):
+@kube_model
+class V1beta1Workload(KubeObject):
     api_version: str = POD_GROUP_V1BETA1
     kind: str = "Workload"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -318,10 +348,12 @@ COMPOSITE_POD_GROUP_INITIALLY_SCHEDULED: Final = "CompositePodGroupInitiallySche
 REASON_INVALID: Final = "Invalid"
 
 
+@kube_model
 class CompositeGangSchedulingPolicy(KubeModel):
     min_group_count: int = 0
 
 
+@kube_model
 class CompositeSchedulingPolicy(KubeModel):
     """One of ``basic`` (children scheduled independently) or ``gang`` (at least
     ``minGroupCount`` children, each at its own quorum, or none)."""
@@ -330,6 +362,7 @@ class CompositeSchedulingPolicy(KubeModel):
     gang: CompositeGangSchedulingPolicy | None = None
 
 
+@kube_model
 class CompositePodGroupSpec(KubeModel):
     parent_composite_pod_group_name: str | None = None
     workload_ref: WorkloadReference | None = None
@@ -338,7 +371,8 @@ class CompositePodGroupSpec(KubeModel):
     priority: int | None = None
 
 
-class CompositePodGroup(KubeModel):
+@kube_model
+class CompositePodGroup(KubeObject):
     api_version: str = COMPOSITE_POD_GROUP_V1ALPHA3
     kind: str = "CompositePodGroup"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)

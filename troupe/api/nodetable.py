@@ -33,6 +33,7 @@ PodChange = tuple[int, int, PodRecord]
 A record, not the PodInfo: the log outlives the pods it names (up to
 ``_MAX_CHANGES`` entries), and a PodInfo would keep each deleted Pod alive with it."""
 
+_MIN_CHANGES = 1 << 12
 _MAX_CHANGES = 1 << 16
 
 BoolArray = NDArray[np.bool_]
@@ -84,6 +85,7 @@ class NodeTable:
         # Taint ids of each node in the node's own order (first untolerated wins).
         self.node_taints: list[tuple[int, ...]] = [()] * c
         self.pods: list[dict[PodKey, PodInfo]] = [{} for _ in range(c)]
+        self.pod_count = 0
         self.ports: list[Counter[HostPort]] = [Counter() for _ in range(c)]
         # Pods with any (anti-)affinity term, by key -> slot (upstream
         # HavePodsWithAffinityList), so InterPodAffinity need not scan all pods.
@@ -216,6 +218,7 @@ class NodeTable:
         pods = list(self.pods[slot].values())
         for key in self.pods[slot]:
             self.affinity_pods.pop(key, None)
+        self.pod_count -= len(pods)
         self.names[slot] = ""
         self.nodes[slot] = None
         self.present[slot] = False
@@ -316,6 +319,7 @@ class NodeTable:
         if slot is None:
             return False
         self.pods[slot][info.key] = info
+        self.pod_count += 1
         self._account(info, slot, 1)
         self._log(1, slot, info.record)
         if info.host_ports:
@@ -334,6 +338,7 @@ class NodeTable:
         stored = self.pods[slot].pop(info.key, None)
         if stored is None:
             return False
+        self.pod_count -= 1
         self._account(stored, slot, -1)
         self._log(-1, slot, stored.record)
         if stored.host_ports:
@@ -365,7 +370,12 @@ class NodeTable:
 
     def _log(self, sign: int, slot: int, record: PodRecord) -> None:
         self._changes.append((sign, slot, record))
-        if len(self._changes) > _MAX_CHANGES:
+        # A reader further behind than there are pods recounts from ``pods`` for less
+        # than replaying the log would cost, so the log holds about as many changes as
+        # there are pods (twice as many before a trim, half of that after it): what
+        # it keeps of deleted pods is bounded by the live cluster, not by the churn.
+        limit = min(_MAX_CHANGES, max(_MIN_CHANGES, 2 * self.pod_count))
+        if len(self._changes) > limit:
             drop = len(self._changes) // 2
             del self._changes[:drop]
             self._changes_base += drop

@@ -12,10 +12,14 @@ turns them into integers.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, NewType
+import copy
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal, NewType, Self, TypeVar, dataclass_transform
 
-from pydantic import BaseModel, ConfigDict, Field
+import pydantic.dataclasses
+from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic_core import SchemaSerializer, SchemaValidator
 
 PodKey = NewType("PodKey", str)
 """``namespace/name`` of a pod."""
@@ -31,18 +35,78 @@ NodeName = NewType("NodeName", str)
 QuantityStr = Annotated[str, Field(coerce_numbers_to_str=True)]
 ResourceMap = dict[str, QuantityStr]
 
+_KUBE_CONFIG = ConfigDict(
+    extra="ignore",
+    populate_by_name=True,
+    alias_generator=to_camel,
+    serialize_by_alias=True,
+)
 
-class KubeModel(BaseModel):
-    """Base of every API model: camelCase JSON, unknown fields ignored."""
-
-    model_config = ConfigDict(
-        extra="ignore",
-        populate_by_name=True,
-        alias_generator=to_camel,
-        serialize_by_alias=True,
-    )
+M = TypeVar("M", bound="KubeModel")
 
 
+class KubeModel:
+    """Base of every API model: camelCase JSON, unknown fields ignored.
+
+    Models are pydantic dataclasses with ``__slots__`` (``@kube_model``), not
+    ``BaseModel``s: the cache and the informers hold one Pod per pod in the cluster,
+    and a BaseModel instance carries a ``__dict__`` and a set of the fields it was
+    given, for the pod and for every object nested in it. The scheduler_perf pod as
+    the API server returns it takes 7.3 KB as BaseModels and 2.0 KB as slotted
+    dataclasses, and parses no slower (docs/benchmarks.md "Memory at scale"). The
+    ``BaseModel`` methods troupe uses keep their names and meaning here.
+    """
+
+    __slots__ = ()
+    __pydantic_validator__: ClassVar[SchemaValidator]
+    __pydantic_serializer__: ClassVar[SchemaSerializer]
+    _field_names: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def model_validate(cls, obj: object) -> Self:
+        return cls.__pydantic_validator__.validate_python(obj)  # type: ignore[no-any-return]
+
+    @classmethod
+    def model_validate_json(cls, data: str | bytes) -> Self:
+        return cls.__pydantic_validator__.validate_json(data)  # type: ignore[no-any-return]
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        """The JSON-like dict (camelCase keys); ``exclude``, ``exclude_none``, ... as
+        ``BaseModel.model_dump``."""
+        return self.__pydantic_serializer__.to_python(self, **options)  # type: ignore[no-any-return]
+
+    def model_dump_json(self, **options: Any) -> str:
+        return self.__pydantic_serializer__.to_json(self, **options).decode()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` (field names) set, unvalidated, as ``BaseModel.model_copy``."""
+        if deep:
+            new = copy.deepcopy(self)
+        else:
+            new = object.__new__(type(self))
+            for name in self._field_names:
+                object.__setattr__(new, name, getattr(self, name))
+        for name, value in (update or {}).items():
+            object.__setattr__(new, name, value)
+        return new
+
+
+class KubeObject(KubeModel):
+    """A top-level object (Pod, Node, a PodGroup, ...): what informers store, and can
+    be weakly referenced, so a test can tell that a deleted one was freed."""
+
+    __slots__ = ("__weakref__",)
+
+
+@dataclass_transform(kw_only_default=True, field_specifiers=(Field,))
+def kube_model(cls: type[M]) -> type[M]:
+    """Make ``cls`` (a ``KubeModel`` subclass) a slotted pydantic dataclass."""
+    model = pydantic.dataclasses.dataclass(config=_KUBE_CONFIG, slots=True, kw_only=True)(cls)
+    model._field_names = tuple(model.__dataclass_fields__)  # type: ignore[attr-defined]
+    return model  # type: ignore[return-value]
+
+
+@kube_model
 class OwnerReference(KubeModel):
     api_version: str = ""
     kind: str = ""
@@ -51,6 +115,7 @@ class OwnerReference(KubeModel):
     controller: bool | None = None
 
 
+@kube_model
 class ObjectMeta(KubeModel):
     name: str = ""
     generate_name: str = ""
@@ -71,37 +136,44 @@ LabelSelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 NodeSelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 
 
+@kube_model
 class LabelSelectorRequirement(KubeModel):
     key: str
     operator: LabelSelectorOperator
     values: list[str] = Field(default_factory=list)
 
 
+@kube_model
 class LabelSelector(KubeModel):
     match_labels: dict[str, str] = Field(default_factory=dict)
     match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
 
 
+@kube_model
 class NodeSelectorRequirement(KubeModel):
     key: str
     operator: NodeSelectorOperator
     values: list[str] = Field(default_factory=list)
 
 
+@kube_model
 class NodeSelectorTerm(KubeModel):
     match_expressions: list[NodeSelectorRequirement] = Field(default_factory=list)
     match_fields: list[NodeSelectorRequirement] = Field(default_factory=list)
 
 
+@kube_model
 class NodeSelector(KubeModel):
     node_selector_terms: list[NodeSelectorTerm] = Field(default_factory=list)
 
 
+@kube_model
 class PreferredSchedulingTerm(KubeModel):
     weight: int
     preference: NodeSelectorTerm
 
 
+@kube_model
 class NodeAffinity(KubeModel):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = Field(
@@ -109,6 +181,7 @@ class NodeAffinity(KubeModel):
     )
 
 
+@kube_model
 class PodAffinityTerm(KubeModel):
     label_selector: LabelSelector | None = None
     namespaces: list[str] = Field(default_factory=list)
@@ -118,11 +191,13 @@ class PodAffinityTerm(KubeModel):
     mismatch_label_keys: list[str] = Field(default_factory=list)
 
 
+@kube_model
 class WeightedPodAffinityTerm(KubeModel):
     weight: int
     pod_affinity_term: PodAffinityTerm
 
 
+@kube_model
 class PodAffinity(KubeModel):
     required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = Field(
         default_factory=list
@@ -132,6 +207,7 @@ class PodAffinity(KubeModel):
     )
 
 
+@kube_model
 class Affinity(KubeModel):
     node_affinity: NodeAffinity | None = None
     pod_affinity: PodAffinity | None = None
@@ -143,12 +219,14 @@ class Affinity(KubeModel):
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
+@kube_model
 class Taint(KubeModel):
     key: str
     value: str = ""
     effect: TaintEffect
 
 
+@kube_model
 class Toleration(KubeModel):
     key: str = ""
     # Any string: "" means Equal, and an operator troupe does not know (e.g. the Gt/Lt
@@ -163,11 +241,13 @@ class Toleration(KubeModel):
 # --- pods --------------------------------------------------------------------------
 
 
+@kube_model
 class ResourceRequirements(KubeModel):
     requests: ResourceMap = Field(default_factory=dict)
     limits: ResourceMap = Field(default_factory=dict)
 
 
+@kube_model
 class ContainerPort(KubeModel):
     container_port: int = 0
     host_port: int = 0
@@ -175,6 +255,7 @@ class ContainerPort(KubeModel):
     protocol: str = "TCP"
 
 
+@kube_model
 class Container(KubeModel):
     name: str = ""
     image: str = ""
@@ -184,6 +265,7 @@ class Container(KubeModel):
     restart_policy: str | None = None
 
 
+@kube_model
 class TopologySpreadConstraint(KubeModel):
     max_skew: int
     topology_key: str
@@ -195,10 +277,12 @@ class TopologySpreadConstraint(KubeModel):
     match_label_keys: list[str] = Field(default_factory=list)
 
 
+@kube_model
 class PodSchedulingGate(KubeModel):
     name: str
 
 
+@kube_model
 class WorkloadReference(KubeModel):
     """``spec.workloadRef`` (KEP-4671, Kubernetes 1.35 ``scheduling.k8s.io/v1alpha1``)."""
 
@@ -207,12 +291,14 @@ class WorkloadReference(KubeModel):
     pod_group_replica_key: str = ""
 
 
+@kube_model
 class SchedulingGroup(KubeModel):
     """``spec.schedulingGroup`` (KEP-5832, Kubernetes 1.36)."""
 
     pod_group_name: str = ""
 
 
+@kube_model
 class PodSpec(KubeModel):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -232,6 +318,7 @@ class PodSpec(KubeModel):
     scheduling_group: SchedulingGroup | None = None
 
 
+@kube_model
 class PodCondition(KubeModel):
     type: str
     status: str
@@ -241,6 +328,7 @@ class PodCondition(KubeModel):
     last_probe_time: str | None = None
 
 
+@kube_model
 class PodStatus(KubeModel):
     phase: str = "Pending"
     conditions: list[PodCondition] = Field(default_factory=list)
@@ -248,7 +336,8 @@ class PodStatus(KubeModel):
     start_time: str | None = None
 
 
-class Pod(KubeModel):
+@kube_model
+class Pod(KubeObject):
     api_version: str = "v1"
     kind: str = "Pod"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -267,17 +356,20 @@ class Pod(KubeModel):
 # --- nodes -------------------------------------------------------------------------
 
 
+@kube_model
 class NodeSpec(KubeModel):
     unschedulable: bool = False
     taints: list[Taint] = Field(default_factory=list)
 
 
+@kube_model
 class NodeStatus(KubeModel):
     capacity: ResourceMap = Field(default_factory=dict)
     allocatable: ResourceMap = Field(default_factory=dict)
 
 
-class Node(KubeModel):
+@kube_model
+class Node(KubeObject):
     api_version: str = "v1"
     kind: str = "Node"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -292,7 +384,8 @@ class Node(KubeModel):
 # --- priority classes ---------------------------------------------------------------
 
 
-class PriorityClass(KubeModel):
+@kube_model
+class PriorityClass(KubeObject):
     api_version: str = "scheduling.k8s.io/v1"
     kind: str = "PriorityClass"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -304,7 +397,8 @@ class PriorityClass(KubeModel):
 # --- namespaces ------------------------------------------------------------------------
 
 
-class Namespace(KubeModel):
+@kube_model
+class Namespace(KubeObject):
     """A namespace: only its name and labels, what a pod affinity term's
     ``namespaceSelector`` is matched against."""
 

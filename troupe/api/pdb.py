@@ -11,21 +11,24 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from troupe.api.objects import KubeModel, LabelSelector, ObjectMeta, Pod
+from troupe.api.objects import KubeModel, KubeObject, LabelSelector, ObjectMeta, Pod, kube_model
 from troupe.api.selectors import label_selector_matches
 
 
+@kube_model
 class PodDisruptionBudgetSpec(KubeModel):
     selector: LabelSelector | None = None
 
 
+@kube_model
 class PodDisruptionBudgetStatus(KubeModel):
     disruptions_allowed: int = 0
     # Pod name -> time the eviction was granted.
     disrupted_pods: dict[str, str] = Field(default_factory=dict)
 
 
-class PodDisruptionBudget(KubeModel):
+@kube_model
+class PodDisruptionBudget(KubeObject):
     api_version: str = "policy/v1"
     kind: str = "PodDisruptionBudget"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)

@@ -47,7 +47,7 @@ class _ApiResourceList(_Wire):
     resources: list[_ApiResource] = Field(default_factory=list)
 
 
-_KIND_OF: Final = {api: model.model_fields["kind"].default for api, model in MODEL_OF.items()}
+_KIND_OF: Final = {api: model().kind for api, model in MODEL_OF.items()}
 
 
 async def served_gang_apis(transport: Transport, *, timeout: float = 30.0) -> set[GangApi]:

@@ -135,7 +135,11 @@ class EventRecorder:
         self.policy = policy or EventPolicy()
         self._rng = rng or random.Random()
         self._spam = KeyedBuckets(self.policy.spam_qps, self.policy.spam_burst, clock)
+        # In last-seen order: the series that ended first come first.
         self._series: OrderedDict[_Key, _Series] = OrderedDict()
+        # Keys of series whose repeats were not all written (and, until the next
+        # flush, of some that since were).
+        self._repeated: set[_Key] = set()
         self._last_name_ns = 0
         self.counters = EventCounters()
 
@@ -159,7 +163,7 @@ class EventRecorder:
                 # client-go: the first repeat turns the event into a series at once.
                 await self._write_series(key, series)
             else:
-                series.dirty = True
+                self._mark_dirty(key, series)
             return
         if series is not None and series.dirty and series.created:
             # The previous series ended between flushes: write its final count first.
@@ -191,21 +195,32 @@ class EventRecorder:
             self._series.pop(key, None)
 
     async def flush(self) -> None:
-        """Write series that are due (refresh or end) and forget ended ones."""
-        now = self._clock.now()
+        """Write series that are due (refresh or end) and forget ended ones.
+
+        Only ended series and series that took repeats are visited: ``_series`` is in
+        last-seen order (every record moves its series to the end), so the ended ones
+        are at its front, and ``_repeated`` holds the keys of series with repeats to
+        write. Scanning every series instead took 50-290 ms at 14,000 series (40 pods
+        scheduled a second for six minutes): a stall of the event loop once a minute.
+        """
         finish = self.policy.finish_after
-        for key, series in list(self._series.items()):
-            ended = now - series.last_seen >= finish
-            due = (
-                series.dirty
-                and series.created
-                and (ended or now - series.last_written >= self.policy.refresh_every)
-            )
-            if due:
+        while self._series:
+            key, series = next(iter(self._series.items()))
+            if self._clock.now() - series.last_seen < finish:
+                break
+            if series.dirty and series.created:
                 await self._write_series(key, series)
-            # Re-check: a repeat may have arrived while the write was in flight.
+            # Re-check: a repeat may have arrived while the write was in flight (and
+            # moved the series to the end).
             if self._series.get(key) is series and self._clock.now() - series.last_seen >= finish:
-                self._series.pop(key, None)
+                del self._series[key]
+        now = self._clock.now()
+        for key in list(self._repeated):
+            repeated = self._series.get(key)
+            if repeated is None or not repeated.dirty:
+                self._repeated.discard(key)
+            elif repeated.created and now - repeated.last_written >= self.policy.refresh_every:
+                await self._write_series(key, repeated)
 
     async def run(self) -> None:
         """Flush periodically until cancelled."""
@@ -263,7 +278,7 @@ class EventRecorder:
 
     async def _write_series(self, key: _Key, series: _Series) -> None:
         if not self._spam.try_acquire(series.event.regarding):
-            series.dirty = True  # written by a later flush, if the budget allows
+            self._mark_dirty(key, series)  # written by a later flush, if the budget allows
             return
         series.dirty = False
         path = f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events/{series.name}"
@@ -278,7 +293,11 @@ class EventRecorder:
             series.last_written = self._clock.now()
             self.counters.series_writes += 1
         else:
-            series.dirty = True
+            self._mark_dirty(key, series)
+
+    def _mark_dirty(self, key: _Key, series: _Series) -> None:
+        series.dirty = True
+        self._repeated.add(key)
 
     async def _write(
         self, series: _Series, request: tuple[str, str, bytes, str], what: str

@@ -69,6 +69,9 @@ class Cache:
         self._clock = clock
         self._assumed_ttl = assumed_ttl
         self._pods: dict[PodKey, _CachedPod] = {}
+        # Keys of the assumed pods among them, in the order they were assumed: expiry
+        # checks these alone, not every pod in the cluster once a second.
+        self._assumed: dict[PodKey, None] = {}
         # Pods whose node is unknown: node name -> key -> info.
         self._orphans: dict[str, dict[PodKey, PodInfo]] = {}
 
@@ -102,9 +105,14 @@ class Cache:
         cached = self._pods.get(key)
         if cached is not None:
             if cached.assumed and cached.node_name == pod.spec.node_name:
-                # The binding we made is confirmed: keep the accounting, drop expiry.
+                # The binding we made is confirmed: keep the accounting, drop expiry,
+                # and what plugins derived from the pod to place it (``extra`` is a
+                # cache, recomputed if asked again), which bound pods would otherwise
+                # carry for as long as they run.
                 cached.assumed = False
                 cached.deadline = None
+                self._assumed.pop(key, None)
+                cached.info.extra.clear()
                 if _accounted_alike(cached.info.pod, pod):
                     # Binding changes nothing the accounting derived from the spec.
                     cached.info.pod = pod
@@ -115,6 +123,7 @@ class Cache:
             self._unaccount(cached)
         info = PodInfo.of(pod)
         self._pods[key] = _CachedPod(info, pod.spec.node_name, assumed=False)
+        self._assumed.pop(key, None)
         self._account(info, pod.spec.node_name)
 
     def update_pod(self, old: Pod, new: Pod) -> None:
@@ -133,6 +142,7 @@ class Cache:
     def remove_pod(self, pod: Pod) -> None:
         cached = self._pods.pop(pod.key, None)
         if cached is not None:
+            self._assumed.pop(pod.key, None)
             self._unaccount(cached)
 
     # --- assume / forget ---------------------------------------------------------
@@ -141,6 +151,7 @@ class Cache:
         if info.key in self._pods:
             raise ValueError(f"pod {info.key} is already in the cache, cannot assume it")
         self._pods[info.key] = _CachedPod(info, node_name, assumed=True)
+        self._assumed[info.key] = None
         self._account(info, node_name)
 
     def forget(self, info: PodInfo) -> None:
@@ -148,6 +159,7 @@ class Cache:
         if cached is None or not cached.assumed:
             return
         del self._pods[info.key]
+        self._assumed.pop(info.key, None)
         self._unaccount(cached)
 
     def finish_binding(self, key: PodKey) -> None:
@@ -181,13 +193,14 @@ class Cache:
     def cleanup_expired(self) -> list[PodKey]:
         """Drop assumed pods whose binding finished but was never confirmed."""
         now = self._clock.now()
-        expired = [
-            k
-            for k, c in self._pods.items()
-            if c.assumed and c.deadline is not None and c.deadline <= now
-        ]
+        expired = []
+        for key in self._assumed:
+            deadline = self._pods[key].deadline
+            if deadline is not None and deadline <= now:
+                expired.append(key)
         for key in expired:
             cached = self._pods.pop(key)
+            del self._assumed[key]
             self._unaccount(cached)
             log.warning("assumed pod expired", pod=key, node=cached.node_name)
         return expired
@@ -201,7 +214,7 @@ class Cache:
 
     @property
     def assumed_count(self) -> int:
-        return sum(1 for c in self._pods.values() if c.assumed)
+        return len(self._assumed)
 
     # --- accounting ----------------------------------------------------------------
 

@@ -65,7 +65,9 @@ def _signature(info: PodInfo, with_labels: bool) -> Signature:
         dump(spec.affinity),
         # Tolerations are flat (strings and an int) and nearly every pod has some
         # (the two defaults): their field values stand for them, cheaper than JSON.
-        tuple(tuple(t.__dict__.values()) for t in spec.tolerations),
+        tuple(
+            (t.key, t.operator, t.value, t.effect, t.toleration_seconds) for t in spec.tolerations
+        ),
         dump(spec.topology_spread_constraints),
         spec.node_name,
         # Placed pods' (anti-)affinity terms select pods by namespace too.
