@@ -16,9 +16,10 @@ counts: no I/O, no clock.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from troupe.api.gangs import GroupKey
+from troupe.api.topology import TopologyLevels
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,9 @@ class GroupNode:
     min_count: int
     children: tuple[GroupNode, ...] = ()
     composite: bool = False
+    # Where this node's pods must (and would rather) be, each level on its own
+    # (KEP-6012 per-level topology: each child group in one rack, all in one zone).
+    topology: TopologyLevels = field(default_factory=TopologyLevels)
 
     def leaves(self) -> Iterator[GroupNode]:
         """Every leaf PodGroup under this node (itself, for a leaf)."""

@@ -92,6 +92,8 @@ class ResolvedProfile:
     args: Mapping[str, pydantic.BaseModel]  # validated args of each enabled plugin that has any
     # A gang left partly bound past its timeout: "Evict" its bound members, or "Keep".
     partial_gang_policy: PartialGangPolicy = "Evict"
+    # KEP-5732: the share of a topology gang's feasible placements scored (0: adaptive).
+    percentage_of_placements_to_score: int = 0
 
     def names(self, point: str) -> tuple[str, ...]:
         return tuple(ref.name for ref in self.points[point])
@@ -244,6 +246,11 @@ def _resolve_profile(
         points=MappingProxyType(points),
         args=MappingProxyType(args),
         partial_gang_policy=model.partial_gang_policy,
+        percentage_of_placements_to_score=(
+            top.percentage_of_placements_to_score
+            if model.percentage_of_placements_to_score is None
+            else model.percentage_of_placements_to_score
+        ),
     )
 
 
@@ -321,7 +328,7 @@ def _expand(
         *from_multipoint.items(),
         *((n, w) for n, w in explicit.items() if n not in overridden),
     ]
-    if point != "score":
+    if point not in ("score", "placementScore"):
         return tuple(PluginRef(name, 0) for name, _ in ordered)
     # getScoreWeights: an unset weight counts as 1.
     return tuple(PluginRef(name, weight or 1) for name, weight in ordered)
@@ -406,7 +413,8 @@ def _check_catalog(catalog: Catalog, defaults: Iterable[tuple[str, int]]) -> Non
             raise ValueError(f"plugin {key!r} has a negative default weight")
         if descriptor.default_weight and not descriptor.in_default_profile:
             raise ValueError(f"plugin {key!r} has a default weight but is not a default plugin")
-        if descriptor.default_weight and "score" not in descriptor.extension_points:
+        scores = descriptor.extension_points & {"score", "placementScore"}
+        if descriptor.default_weight and not scores:
             raise ValueError(f"plugin {key!r} has a default weight but does not score")
     missing = [name for name, _ in defaults if name not in catalog]
     if missing:

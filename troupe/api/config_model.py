@@ -38,6 +38,10 @@ EXTENSION_POINTS: tuple[str, ...] = (
     "postFilter",
     "preScore",
     "score",
+    # KEP-5732: candidate placements of a pod group, their scores, and early rejection.
+    "placementGenerate",
+    "placementScore",
+    "placementFeasible",
     "reserve",
     "permit",
     # KEP-5710: preemptions for a gang are actuated only once the whole gang fits.
@@ -153,6 +157,9 @@ class Plugins(ConfigModel):
     post_filter: PluginSet = PluginSet()
     pre_score: PluginSet = PluginSet()
     score: PluginSet = PluginSet()
+    placement_generate: PluginSet = PluginSet()
+    placement_score: PluginSet = PluginSet()
+    placement_feasible: PluginSet = PluginSet()
     reserve: PluginSet = PluginSet()
     permit: PluginSet = PluginSet()
     permit_disruption: PluginSet = PluginSet()
@@ -184,6 +191,8 @@ class KubeSchedulerProfile(ConfigModel):
     # None: defaulted to ``troupe-scheduler`` when it is the only profile, as upstream.
     scheduler_name: str | None = None
     percentage_of_nodes_to_score: int | None = Field(default=None, ge=0, le=100)
+    # KEP-5732 beta: how many feasible placements of a topology gang are scored.
+    percentage_of_placements_to_score: int | None = Field(default=None, ge=0, le=100)
     plugins: Plugins = Plugins()
     plugin_config: list[PluginConfig] = Field(default_factory=list)
     # troupe extension: what happens to a gang left with 0 < bound < minCount that
@@ -220,6 +229,7 @@ class KubeSchedulerConfiguration(ConfigModel):
     parallelism: int = Field(default=16, gt=0)
     # 0 = adaptive (50% minus nodes/125, at least 5%), as upstream.
     percentage_of_nodes_to_score: int = Field(default=0, ge=0, le=100)
+    percentage_of_placements_to_score: int = Field(default=0, ge=0, le=100)
     pod_initial_backoff_seconds: int = Field(default=1, gt=0)
     pod_max_backoff_seconds: int = Field(default=10, gt=0)
     leader_election: LeaderElectionConfiguration = LeaderElectionConfiguration()

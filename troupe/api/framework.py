@@ -27,12 +27,13 @@ from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.cycle import CycleState
 from troupe.api.events import ClusterEventWithHint
-from troupe.api.gangs import GroupDirectory
+from troupe.api.gangs import GangApi, GroupDirectory
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Namespace, Pod
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
+from troupe.api.topology import TopologyLevels
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -225,6 +226,71 @@ class ScorePlugin(Protocol):
 class ScoreExtensions(Protocol):
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: IntArray) -> None:
         """Rescale ``scores`` in place to [MIN_NODE_SCORE, MAX_NODE_SCORE]."""
+        ...
+
+
+# --- placements (KEP-5732 topology-aware workload scheduling) -----------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A candidate set of nodes for a pod group: every node of one topology domain
+    (``key=value``) inside its parent placement. ``nodes`` is a capacity-long mask."""
+
+    name: str
+    nodes: BoolArray
+    key: str = ""
+    value: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementAssignment:
+    """What a group's attempt would do in one placement: ``scheduled`` is the group's
+    members counted there (bound or assumed before, plus placed now) and
+    ``requested`` the sum of what the members placed now request, by resource."""
+
+    placement: Placement
+    scheduled: int
+    requested: Mapping[str, int]
+
+
+@runtime_checkable
+class PlacementGeneratePlugin(Protocol):
+    def generate_placements(
+        self, key: str, table: NodeTable, parent: Placement
+    ) -> tuple[list[Placement], Status]:
+        """The placements ``parent`` splits into by the node label ``key``."""
+        ...
+
+
+@runtime_checkable
+class PlacementLevels(Protocol):
+    """A placement generator that also says which levels a group gets (its own, or
+    the profile's default for its API)."""
+
+    def levels(self, api: GangApi, own: TopologyLevels) -> TopologyLevels: ...
+
+
+@runtime_checkable
+class PlacementScorePlugin(Protocol):
+    def score_placement(self, table: NodeTable, assignment: PlacementAssignment) -> int:
+        """How good ``assignment`` is (higher is better)."""
+        ...
+
+
+@runtime_checkable
+class PlacementScoreExtensions(Protocol):
+    def normalize_placement_score(self, scores: list[int]) -> Status:
+        """Rescale one plugin's scores of every candidate placement in place to
+        ``[MIN_NODE_SCORE, MAX_NODE_SCORE]``."""
+        ...
+
+
+@runtime_checkable
+class PlacementFeasiblePlugin(Protocol):
+    def placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
+        """Whether a placement can still reach the group's quorum: Unschedulable ends
+        its evaluation early, Wait means not yet, success that it has."""
         ...
 
 

@@ -164,12 +164,25 @@ class PodGroupTemplateReference(KubeModel):
 
 
 @kube_model
+class TopologyConstraint(KubeModel):
+    key: str = ""
+
+
+@kube_model
+class SchedulingConstraints(KubeModel):
+    """KEP-5732: at most one constraint; all members in one domain of the node label."""
+
+    topology: list[TopologyConstraint] = Field(default_factory=list)
+
+
+@kube_model
 class PodGroupSpec(KubeModel):
     pod_group_template_ref: PodGroupTemplateReference | None = None
     scheduling_policy: SchedulingPolicy = Field(default_factory=SchedulingPolicy)
     priority_class_name: str = ""
     priority: int | None = None
     disruption_mode: str | None = None  # Pod | PodGroup (KEP-5710)
+    scheduling_constraints: SchedulingConstraints | None = None  # KEP-5732 (alpha, 1.36)
 
 
 @kube_model
@@ -254,18 +267,6 @@ class DisruptionMode(KubeModel):
 
     single: EmptyMember | None = None
     all: EmptyMember | None = None
-
-
-@kube_model
-class TopologyConstraint(KubeModel):
-    key: str = ""
-
-
-@kube_model
-class SchedulingConstraints(KubeModel):
-    """KEP-5732: at most one constraint; all members in one domain of the node label."""
-
-    topology: list[TopologyConstraint] = Field(default_factory=list)
 
 
 @kube_model
@@ -367,6 +368,8 @@ class CompositePodGroupSpec(KubeModel):
     parent_composite_pod_group_name: str | None = None
     workload_ref: WorkloadReference | None = None
     scheduling_policy: CompositeSchedulingPolicy = Field(default_factory=CompositeSchedulingPolicy)
+    # KEP-6012 per-level topology: every pod of the composite in one domain.
+    scheduling_constraints: SchedulingConstraints | None = None
     priority_class_name: str = ""
     priority: int | None = None
 

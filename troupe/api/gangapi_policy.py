@@ -37,6 +37,7 @@ from troupe.api.gangapi import (
 )
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
 from troupe.api.quantity import QuantityError, resource_to_int
+from troupe.api.topology import levels_from
 
 PriorityLookup = Callable[[str], int | None]
 """The value of the PriorityClass of that name, or None when there is none."""
@@ -96,9 +97,13 @@ def coscheduling_policy(pg: CoschedulingPodGroup) -> GangPolicy | GroupProblem:
         if amount < 0:
             return GroupProblem(ref, field, f"must not be negative, got {text!r}")
         min_resources[name] = amount
+    levels, field, message = levels_from(pg.metadata.annotations)
+    if field:
+        return GroupProblem(ref, field, message)
     return GangPolicy(
         gang=True,
         min_count=spec.min_member,
+        topology=levels,
         min_resources=min_resources,
         # scheduler-plugins GetWaitTimeDuration: unset or 0 means the plugin default.
         timeout_seconds=float(timeout) if timeout else None,
@@ -193,12 +198,16 @@ def v1beta1_pod_group_policy(
     if priority is None and spec.priority_class_name and priority_of is not None:
         priority = priority_of(spec.priority_class_name)
     constraints = spec.scheduling_constraints
+    keys = tuple(t.key for t in constraints.topology) if constraints else ()
+    levels, field, message = levels_from(pg.metadata.annotations, keys)
+    if field:
+        return GroupProblem(ref, field, message, api_version=version)
     base = _from_union(policy, parse_time(pg.metadata.creation_timestamp), priority)
     return replace(
         base,
         disrupt_all=disrupt_all,
         preemption_policy=spec.preemption_policy,
-        topology_keys=tuple(t.key for t in constraints.topology) if constraints else (),
+        topology=levels,
     )
 
 
@@ -219,7 +228,11 @@ def workload_policy(wl: Workload, ref: GroupRef) -> GangPolicy | GroupProblem:
         problem = _policy_problem(ref, group.policy, f"spec.podGroups[{index}].policy")
         if problem is not None:
             return problem
-        return _from_union(group.policy, parse_time(wl.metadata.creation_timestamp))
+        levels, field, message = levels_from(wl.metadata.annotations)
+        if field:
+            return GroupProblem(ref, field, message)
+        base = _from_union(group.policy, parse_time(wl.metadata.creation_timestamp))
+        return replace(base, topology=levels)
     # The GangScheduling plugin's PreEnqueue message, word for word, then which
     # field of the pods names the pod group and what the Workload has instead.
     names = ", ".join(f'"{g.name}"' for g in groups) or "none"
@@ -266,7 +279,13 @@ def pod_group_policy(
     priority = spec.priority
     if priority is None and spec.priority_class_name and priority_of is not None:
         priority = priority_of(spec.priority_class_name)
-    return _from_union(policy, parse_time(pg.metadata.creation_timestamp), priority)
+    constraints = spec.scheduling_constraints
+    keys = tuple(t.key for t in constraints.topology) if constraints else ()
+    levels, field, message = levels_from(pg.metadata.annotations, keys)
+    if field:
+        return GroupProblem(ref, field, message)
+    base = _from_union(policy, parse_time(pg.metadata.creation_timestamp), priority)
+    return replace(base, topology=levels)
 
 
 def _template_policy(

@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, NewType, Protocol
 
 from troupe.api.objects import Pod
+from troupe.api.topology import TopologyLevels
 
 if TYPE_CHECKING:
     from troupe.api.composite import GroupNode
@@ -175,7 +176,8 @@ class GangPolicy:
     # the group's ``preemptionPolicy``, and its topology keys (KEP-5732).
     disrupt_all: bool = False
     preemption_policy: str | None = None
-    topology_keys: tuple[str, ...] = ()
+    # Which topology domains the members must (and would rather) share.
+    topology: TopologyLevels = field(default_factory=TopologyLevels)
     # A CompositePodGroup's tree (KEP-6012): the leaves whose pods the group holds and
     # each level's quorum; ``min_count`` is then the fewest pods that satisfy it.
     tree: GroupNode | None = None

@@ -174,6 +174,10 @@ class NodeTable:
             mask |= self.node_selector_term_mask(term)
         return mask
 
+    def label_id(self, key: str, value: str) -> int | None:
+        """The id ``value`` of label ``key`` has in its column, if any node ever had it."""
+        return self._label_ids.get(key, {}).get(value)
+
     def label_value(self, slot: int, key: str) -> str | None:
         column = self.labels.get(key)
         if column is None or column[slot] == _ABSENT:

@@ -90,7 +90,7 @@ def requirement_matches(operator: str, values: Sequence[str], value: str | None)
     return False
 
 
-def _qualified_name_errors(key: str, path: str) -> list[str]:
+def qualified_name_errors(key: str, path: str) -> list[str]:
     """``validation.IsQualifiedName``: ``[prefix/]name`` as label keys must be."""
     parts = key.split("/")
     if len(parts) == 1:
@@ -139,7 +139,7 @@ def requirement_errors(
 
     ``path`` names the requirement, e.g. ``spec.affinity.nodeAffinity...matchExpressions[0]``.
     """
-    errors = _qualified_name_errors(key, f"{path}.key")
+    errors = qualified_name_errors(key, f"{path}.key")
     shown = json.dumps(list(values))
     if operator not in operators:
         supported = ", ".join(f'"{op}"' for op in operators)
@@ -193,7 +193,7 @@ def validate_label_selector(selector: LabelSelector | None, path: str) -> list[s
         return []
     errors: list[str] = []
     for key, value in selector.match_labels.items():
-        errors.extend(_qualified_name_errors(key, f"{path}.matchLabels"))
+        errors.extend(qualified_name_errors(key, f"{path}.matchLabels"))
         errors.extend(_label_value_errors(value, f"{path}.matchLabels[{key}]"))
     for i, req in enumerate(selector.match_expressions):
         errors.extend(

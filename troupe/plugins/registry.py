@@ -26,6 +26,9 @@ from troupe.api.framework import (
     Handle,
     PermitDisruptionPlugin,
     PermitPlugin,
+    PlacementFeasiblePlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -48,6 +51,9 @@ _EXTENSION_POINTS: tuple[tuple[str, type], ...] = (
     ("postFilter", PostFilterPlugin),
     ("preScore", PreScorePlugin),
     ("score", ScorePlugin),
+    ("placementGenerate", PlacementGeneratePlugin),
+    ("placementScore", PlacementScorePlugin),
+    ("placementFeasible", PlacementFeasiblePlugin),
     ("reserve", ReservePlugin),
     ("permit", PermitPlugin),
     ("permitDisruption", PermitDisruptionPlugin),
@@ -156,6 +162,7 @@ def default_registry() -> Registry:
     from troupe.plugins.coscheduling import Coscheduling, CoschedulingArgs
     from troupe.plugins.defaultbinder import DefaultBinder
     from troupe.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
+    from troupe.plugins.gangscheduling import GangScheduling
     from troupe.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
     from troupe.plugins.nodeaffinity import NodeAffinity, NodeAffinityArgs
     from troupe.plugins.nodename import NodeName
@@ -167,10 +174,12 @@ def default_registry() -> Registry:
         NodeResourcesFitArgs,
     )
     from troupe.plugins.nodeunschedulable import NodeUnschedulable
+    from troupe.plugins.podgrouppodscount import PodGroupPodsCount
     from troupe.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadArgs
     from troupe.plugins.prioritysort import PrioritySort
     from troupe.plugins.schedulinggates import SchedulingGates
     from troupe.plugins.tainttoleration import TaintToleration
+    from troupe.plugins.topologyplacement import TopologyPlacement, TopologyPlacementArgs
 
     def default(
         plugin_class: type, args_model: type[BaseModel] | None = None, weight: int = 0
@@ -194,6 +203,11 @@ def default_registry() -> Registry:
             default(DefaultPreemption, DefaultPreemptionArgs),
             default(BalancedAllocation, NodeResourcesBalancedAllocationArgs, weight=1),
             default(DefaultBinder),
+            # KEP-5732: topology-aware placement of pod groups (placementGenerate,
+            # placementScore with NodeResourcesFit, placementFeasible).
+            default(TopologyPlacement, TopologyPlacementArgs),
+            default(PodGroupPodsCount, weight=1),
+            default(GangScheduling),
             # Not in the default profile: scheduler-plugins' algorithm, for profiles
             # moved over unchanged (docs/migrating-from-coscheduling.md).
             plugin_spec(Coscheduling, CoschedulingArgs),

@@ -27,7 +27,14 @@ from troupe.api.events import (
     QueueingHint,
     Resource,
 )
-from troupe.api.framework import FilterResult, Handle, PreFilterResult, Rejection
+from troupe.api.framework import (
+    MAX_NODE_SCORE,
+    FilterResult,
+    Handle,
+    PlacementAssignment,
+    PreFilterResult,
+    Rejection,
+)
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Node, Pod
 from troupe.api.podinfo import PodInfo
@@ -97,6 +104,7 @@ class Fit:
         weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
         self._scorer: Scorer
         weight_list = [int(w) for w in weights]
+        self._weights = tuple(weight_list)
         self._one: Callable[[list[one_node.Value]], int] | None = None
         if strategy.type == "LeastAllocated":
             self._scorer = lambda cols, n: least_allocated(cols, weights, n)
@@ -174,6 +182,10 @@ class Fit:
         pod.extra[self.name] = _Demand(self, requests)
         return requests
 
+    def checks(self, resource: str) -> bool:
+        """Whether Filter holds pods to ``resource`` at all (not an ignored one)."""
+        return not self._ignores(resource)
+
     def _ignores(self, resource: str) -> bool:
         # Only extended resources can be ignored (upstream fitsRequest).
         if not is_extended(resource):
@@ -207,6 +219,25 @@ class Fit:
         return self._one(one_node.values(table, slot, self._resources, demand, False))
 
     # --- requeueing --------------------------------------------------------------
+
+    def score_placement(self, table: NodeTable, assignment: PlacementAssignment) -> int:
+        """KEP-5732's placement scorer: bin packing, MostAllocated over the placement's
+        nodes taken together (requested after the assignment / allocatable, per scoring
+        resource, weighted), whatever the profile's node scoring strategy."""
+        nodes = assignment.placement.nodes & table.present
+        total = weight_sum = 0
+        for resource, weight in zip(self._resources, self._weights, strict=True):
+            row = table.resource_index.get(resource)
+            if row is None:
+                continue
+            allocatable = int(table.allocatable[row][nodes].sum())
+            if allocatable <= 0:
+                continue
+            requested = int(table.requested[row][nodes].sum())
+            requested += assignment.requested.get(resource, 0)
+            total += weight * min(requested, allocatable) * MAX_NODE_SCORE // allocatable
+            weight_sum += weight
+        return total // weight_sum if weight_sum else 0
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return (

@@ -23,7 +23,7 @@ import numpy as np
 
 from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
 from troupe.api.framework import Diagnosis
-from troupe.api.nodetable import IndexArray
+from troupe.api.nodetable import BoolArray, IndexArray
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.scheduler.cache import Cache
@@ -84,6 +84,17 @@ class PodAlgorithm:
         # Its own generator: sampling must not shift the seeded tie-breaks.
         self._sample_rng = random.Random(seed + 1)
         self._next_start_node_index = 0
+        # The nodes of the placement being evaluated (KEP-5732): pods are placed only
+        # there. None: every node (set by ``troupe.scheduler.gangs.topology``).
+        self.within: BoolArray | None = None
+
+    def candidates(self) -> BoolArray:
+        """The nodes a pod may go to in this cycle: every present node, or those of
+        the placement being evaluated."""
+        table = self.cache.table
+        if self.within is None:
+            return table.present
+        return table.present & self.within
 
     def new_cycle_state(self) -> CycleState:
         """A fresh CycleState; with metrics, 10% of cycles record per-plugin durations."""
@@ -106,6 +117,9 @@ class PodAlgorithm:
         num_nodes = table.size
         if num_nodes == 0:
             return CycleFailure(Status.unschedulable(NO_NODES_AVAILABLE))
+        if self.within is not None:
+            # Messages count the placement's nodes ("0/50 nodes are available").
+            num_nodes = int(np.count_nonzero(self.candidates()))
         # Run "prefilter" plugins.
         pre, status = fwk.run_pre_filter(state, info, table)
         if not status.is_success:
@@ -113,7 +127,7 @@ class PodAlgorithm:
                 return CycleFailure(status)
             diagnosis = diagnose_pre_filter(status, pre, num_nodes)
             return self.post_filter(fwk, state, info, diagnosis, status)
-        candidates = table.present
+        candidates = self.candidates()
         left_out = None
         if pre is not None and pre.node_names is not None:
             allowed = np.zeros(table.capacity, dtype=bool)

@@ -153,7 +153,7 @@ class BatchPlacer:
         active_filters = [(n, p) for n, p in fwk.filter if n not in state.skip_filter_plugins]
         if not all(getattr(p, "node_local", False) for _, p in active_filters):
             return False
-        outcome = fwk.run_filter(state, first, table, table.present)
+        outcome = fwk.run_filter(state, first, table, algorithm.candidates())
         if not outcome.status.is_success:
             return False
         if sample:

@@ -42,6 +42,11 @@ from troupe.api.framework import (
     NamespaceLister,
     PermitDisruptionPlugin,
     PermitPlugin,
+    PlacementAssignment,
+    PlacementFeasiblePlugin,
+    PlacementGeneratePlugin,
+    PlacementScoreExtensions,
+    PlacementScorePlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -167,9 +172,22 @@ class Framework:
         self.pre_bind: list[tuple[str, PreBindPlugin]] = at("preBind", PreBindPlugin)  # type: ignore[assignment]
         self.bind: list[tuple[str, BindPlugin]] = at("bind", BindPlugin)  # type: ignore[assignment]
         self.post_bind: list[tuple[str, PostBindPlugin]] = at("postBind", PostBindPlugin)  # type: ignore[assignment]
+        self.placement_generate: list[tuple[str, PlacementGeneratePlugin]] = at(  # type: ignore[assignment]
+            "placementGenerate", PlacementGeneratePlugin
+        )
+        self.placement_score: list[tuple[str, PlacementScorePlugin, int]] = [
+            (ref.name, plugins[ref.name], ref.weight)  # type: ignore[misc]
+            for ref in points.get("placementScore", ())
+        ]
+        self.placement_feasible: list[tuple[str, PlacementFeasiblePlugin]] = at(  # type: ignore[assignment]
+            "placementFeasible", PlacementFeasiblePlugin
+        )
         for name, plugin, _ in self.score:
             if not isinstance(plugin, ScorePlugin):
                 raise TypeError(f"plugin {name!r} does not implement score")
+        for name, scorer, _ in self.placement_score:
+            if not isinstance(scorer, PlacementScorePlugin):
+                raise TypeError(f"plugin {name!r} does not implement placementScore")
         # Profiles with scheduler-plugins' Coscheduling gang pod by pod (Permit
         # barrier); all others place a gang in one pod-group cycle.
         self.pod_by_pod_gangs = "Coscheduling" in plugins
@@ -403,6 +421,36 @@ class Framework:
         return total, status
 
     # --- Reserve to PostBind: the one runner shape (troupe.scheduler.framework.runners)
+
+    # --- placements (KEP-5732) --------------------------------------------------------
+
+    def run_placement_score(
+        self, table: NodeTable, assignments: Sequence[PlacementAssignment]
+    ) -> tuple[list[int], Status]:
+        """Every candidate's weighted total over the placementScore plugins, each
+        plugin's scores normalized over the candidates first."""
+        totals = [0] * len(assignments)
+        for name, plugin, weight in self.placement_score:
+            try:
+                scores = [plugin.score_placement(table, a) for a in assignments]
+                status = SUCCESS
+                if isinstance(plugin, PlacementScoreExtensions):
+                    status = plugin.normalize_placement_score(scores)
+            except Exception as exc:
+                return totals, plugin_error(name, "placementScore", exc)
+            if not status.is_success:
+                return totals, plugin_failure(name, "placementScore", status)
+            for i, score in enumerate(scores):
+                totals[i] += score * weight
+        return totals, SUCCESS
+
+    def run_placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
+        """The first non-success of the placementFeasible plugins (Wait: not yet)."""
+        for name, plugin in self.placement_feasible:
+            status = plugin.placement_feasible(min_count, scheduled, remaining)
+            if not status.is_success:
+                return status.stamped(name)
+        return SUCCESS
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         return runners.run(

@@ -22,6 +22,7 @@ from troupe.api.gangapi import (
     V1beta1PodGroup,
 )
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
+from troupe.api.topology import TopologyLevels, levels_from
 
 LeafPolicy = Callable[[V1beta1PodGroup], GangPolicy | GroupProblem | None]
 """A leaf PodGroup's own verdict (its minCount, or why it cannot be scheduled)."""
@@ -105,6 +106,15 @@ def entity_ref(ref: GroupRef, chain: Sequence[CompositePodGroup]) -> GroupRef:
     return top
 
 
+def composite_topology(cpg: CompositePodGroup) -> TopologyLevels:
+    """A composite's own levels (``schedulingConstraints``, troupe's annotations). A
+    bad value is not enforced: the composite is placed without it (docs/topology.md)."""
+    constraints = cpg.spec.scheduling_constraints
+    keys = tuple(t.key for t in constraints.topology) if constraints else ()
+    levels, field, _ = levels_from(cpg.metadata.annotations, keys)
+    return TopologyLevels() if field else levels
+
+
 def tree_of(
     cpg: CompositePodGroup,
     composites: Mapping[str, CompositePodGroup],
@@ -137,7 +147,16 @@ def tree_of(
                 verdict = leaf_policy(child)
                 gang = isinstance(verdict, GangPolicy) and verdict.gang
                 min_count = verdict.min_count if isinstance(verdict, GangPolicy) else 1
-                children.append(GroupNode(ref.key, child.metadata.name, gang, min_count))
+                topology = verdict.topology if isinstance(verdict, GangPolicy) else None
+                children.append(
+                    GroupNode(
+                        ref.key,
+                        child.metadata.name,
+                        gang,
+                        min_count,
+                        topology=topology or TopologyLevels(),
+                    )
+                )
         policy = obj.spec.scheduling_policy
         return GroupNode(
             GroupRef(GangApi.POD_GROUP, namespace, name, composite=True).key,
@@ -146,6 +165,7 @@ def tree_of(
             policy.gang.min_group_count if policy.gang is not None else 1,
             tuple(children),
             composite=True,
+            topology=composite_topology(obj),
         )
 
     return node(cpg, 1)

@@ -201,6 +201,7 @@ class GangDirectory:
             priority=priority,
             created=parse_time(cpg.metadata.creation_timestamp),
             tree=tree,
+            topology=tree.topology,
         )
         self._composite_verdicts[ref.key] = policy
         return policy

@@ -27,6 +27,7 @@ import numpy as np
 from troupe.api.cycle import CycleState
 from troupe.api.framework import Diagnosis
 from troupe.api.gangs import GangPolicy, GroupRef
+from troupe.api.nodetable import BoolArray
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Status
 from troupe.queue.entity import QueuedGroupInfo
@@ -83,13 +84,35 @@ class GangPlacer:
         failures: list[Failure] = []
         if shortfall:
             return placed, failures, shortfall
+        placed, failures = self.place_within(fwk, members, None)
+        return placed, failures, ""
+
+    def place_within(
+        self,
+        fwk: Framework,
+        members: list[PodInfo],
+        nodes: BoolArray | None,
+        quorum: tuple[int, int] | None = None,
+    ) -> tuple[list[Placement], list[Failure]]:
+        """Place what fits on ``nodes`` (a placement's mask; None: every node).
+
+        ``quorum`` = (minCount, members counted before): PlacementFeasible is asked
+        after every member that does not fit, and the evaluation stops once the
+        quorum can no longer be reached (KEP-5732 beta early rejection)."""
+        placed: list[Placement] = []
+        failures: list[Failure] = []
+        algorithm = self.algorithm
+        outer = algorithm.within
+        algorithm.within = nodes
         try:
-            self._place_members(fwk, members, placed, failures)
+            self._place_members(fwk, members, placed, failures, quorum)
         except BaseException:
             # Nothing of a failed attempt stays placed.
             self.revert(fwk, placed)
             raise
-        return placed, failures, ""
+        finally:
+            algorithm.within = outer
+        return placed, failures
 
     def _place_members(
         self,
@@ -97,10 +120,19 @@ class GangPlacer:
         members: list[PodInfo],
         placed: list[Placement],
         failures: list[Failure],
+        quorum: tuple[int, int] | None = None,
     ) -> None:
         # Existing pods' anti-affinity may tell members apart by their labels.
         with_labels = bool(self.cache.table.affinity_pods)
+        tried = 0
         for run in runs(members, with_labels):
+            tried += len(run)
+            if quorum is not None and failures:
+                min_count, before = quorum
+                remaining = len(members) - tried + len(run)
+                status = fwk.run_placement_feasible(min_count, before + len(placed), remaining)
+                if status.is_rejected:
+                    return
             i = 0
             batchable = self.batching
             while i < len(run):

@@ -1,0 +1,109 @@
+"""How many of a gang's members each placement could hold, from the NodeTable alone.
+
+The pod-group cycle must not run the whole group algorithm once per topology domain
+(a thousand gangs over a hundred racks). So before any member is placed, one PreFilter
+and one Filter run over every node decide which nodes the gang's first member could
+use, and the table's free capacity says how many copies of the smallest member each of
+those nodes holds (one, if the pod has host ports). Summed per domain (one
+``np.bincount`` over the label column), that is an upper bound of the members a domain
+can take: domains below the quorum are pruned without being tried.
+
+When every member has one signature and every Filter that could change its verdict
+as pods land is NodeResourcesFit or NodePorts, the bound is exact: it is what placing
+the members one after another in the domain would give, and the cycle scores the
+domains from it, placing the gang only once, in the domain it picks
+(``troupe.scheduler.gangs.topology``). Otherwise the domains that pass are tried for
+real, as upstream does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from troupe.api.framework import Placement
+from troupe.api.nodetable import BoolArray, IntArray, NodeTable
+from troupe.api.podinfo import PodInfo
+from troupe.scheduler.cycle.algorithm import PodAlgorithm
+from troupe.scheduler.cycle.batch_placer import runs
+from troupe.scheduler.framework.runtime import Framework
+
+# Filters whose verdict on a node moves as pods land there, and which the copies
+# count models exactly (resources, and one pod per host port).
+_MODELLED = frozenset({"NodeResourcesFit", "NodePorts"})
+
+
+@dataclass(slots=True)
+class Capacity:
+    """Copies of the smallest member per node slot, and whether that is exact."""
+
+    copies: IntArray
+    exact: bool
+    # What one member requests (exact: every member's requests), by resource.
+    request: dict[str, int]
+
+    def bounds(self, table: NodeTable, parent: BoolArray, candidates: list[Placement]) -> list[int]:
+        """Members each candidate can hold at most: candidates of one label key inside
+        ``parent`` are summed in one pass over the label column."""
+        keys = {c.key for c in candidates}
+        if len(keys) == 1 and (key := next(iter(keys))) and key in table.labels:
+            column = table.labels[key]
+            sel = parent & table.present & (column >= 0) & (self.copies > 0)
+            sums = np.bincount(column[sel], weights=self.copies[sel])
+            out = []
+            for c in candidates:
+                lid = table.label_id(key, c.value)
+                out.append(int(sums[lid]) if lid is not None and lid < len(sums) else 0)
+            return out
+        return [int(self.copies[c.nodes & table.present].sum()) for c in candidates]
+
+
+def capacity_of(fwk: Framework, algorithm: PodAlgorithm, members: list[PodInfo]) -> Capacity:
+    """The per-node copies of the gang's smallest member (upper bound), exact when
+    the members are identical and only modelled filters can change their verdict."""
+    table = algorithm.cache.table
+    with_labels = bool(table.affinity_pods)
+    exact = sum(1 for _ in runs(members, with_labels)) == 1
+    first = members[0]
+    feasible = table.present
+    state = algorithm.new_cycle_state()
+    pre, status = fwk.run_pre_filter(state, first, table)
+    if status.is_success:
+        candidates = table.present
+        if pre is not None and pre.node_names is not None:
+            allowed = np.zeros(table.capacity, dtype=bool)
+            allowed[[table.index[n] for n in pre.node_names if n in table.index]] = True
+            candidates = candidates & allowed
+        outcome = fwk.run_filter(state, first, table, candidates)
+        if outcome.status.is_success:
+            feasible = outcome.feasible
+        else:
+            exact = False
+        for name, plugin in fwk.filter:
+            if name in state.skip_filter_plugins or getattr(plugin, "node_only", False):
+                continue
+            if name not in _MODELLED or not getattr(plugin, "node_local", False):
+                exact = False
+    else:
+        # Every domain gets the same verdict: the bound stays the resources'.
+        exact = False
+    fit = fwk.plugins.get("NodeResourcesFit")
+    request: dict[str, int] = {}
+    for resource in {r for m in members for r in m.requests}:
+        request[resource] = min(m.requests.get(resource, 0) for m in members)
+    copies = np.full(table.capacity, np.iinfo(np.int64).max // 4, dtype=np.int64)
+    vector = table.request_vector(request)
+    free = table.allocatable - table.requested
+    for row, amount in enumerate(vector.tolist()):
+        resource = table.resources[row]
+        if amount <= 0:
+            continue
+        checked = getattr(fit, "checks", None)
+        if resource != "pods" and (checked is None or not checked(resource)):
+            continue
+        np.minimum(copies, np.maximum(free[row], 0) // amount, out=copies)
+    if first.host_ports:
+        np.minimum(copies, 1, out=copies)
+    copies[~(feasible & table.present)] = 0
+    return Capacity(copies, exact, request)
