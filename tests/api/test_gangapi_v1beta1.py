@@ -53,7 +53,7 @@ def test_a_gang_reads_its_quorum_disruption_preemption_and_topology() -> None:
     assert isinstance(found, GangPolicy)
     assert (found.gang, found.min_count, found.priority) == (True, 4, 1000)
     assert found.disrupt_all and found.preemption_policy == "Never"
-    assert found.topology_keys == ("topology.kubernetes.io/rack",)
+    assert found.topology.required == "topology.kubernetes.io/rack"
 
 
 def test_single_disruption_is_the_default() -> None:

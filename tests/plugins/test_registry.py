@@ -41,7 +41,14 @@ UPSTREAM_DEFAULT_MULTIPOINT = (
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("DefaultBinder", 0),
+    # Kubernetes 1.37's workload plugins at the placement points (KEP-5732).
+    ("TopologyPlacement", 0),
+    ("PodGroupPodsCount", 1),
+    ("GangScheduling", 0),
 )
+
+# Default plugins that score placements only, not nodes.
+PLACEMENT_ONLY = {"PodGroupPodsCount"}
 
 
 class ImageLocality:
@@ -70,8 +77,18 @@ def test_the_default_profile_of_the_default_registry_is_upstreams() -> None:
     profile = load_config(MINIMAL_CONFIG, cat).profiles[0]
     assert set(profile.enabled) == {name for name, _ in UPSTREAM_DEFAULT_MULTIPOINT}
     assert profile.points["score"] == tuple(
-        PluginRef(name, weight) for name, weight in UPSTREAM_DEFAULT_MULTIPOINT if weight
+        PluginRef(name, weight)
+        for name, weight in UPSTREAM_DEFAULT_MULTIPOINT
+        if weight
+        if name not in PLACEMENT_ONLY
     )
+    # Placements are scored by PodGroupPodsCount and NodeResourcesFit, 1:1 (KEP-5732).
+    assert profile.points["placementScore"] == (
+        PluginRef("NodeResourcesFit", 1),
+        PluginRef("PodGroupPodsCount", 1),
+    )
+    assert profile.names("placementGenerate") == ("TopologyPlacement",)
+    assert profile.names("placementFeasible") == ("GangScheduling",)
 
 
 @pytest.mark.parametrize(
@@ -79,7 +96,10 @@ def test_the_default_profile_of_the_default_registry_is_upstreams() -> None:
     [
         pytest.param(
             None,
-            [*(n for n, w in UPSTREAM_DEFAULT_MULTIPOINT if w), "ImageLocality"],
+            [
+                *(n for n, w in UPSTREAM_DEFAULT_MULTIPOINT if w and n not in PLACEMENT_ONLY),
+                "ImageLocality",
+            ],
             id="registered last it scores last",
         ),
         pytest.param(
@@ -134,7 +154,11 @@ def test_every_plugin_that_can_reject_says_which_events_may_help() -> None:
     [
         pytest.param(SchedulingGates, {"preEnqueue"}, id="a pre-enqueue plugin"),
         pytest.param(NodeUnschedulable, {"preFilter", "filter"}, id="a filter plugin"),
-        pytest.param(Fit, {"preFilter", "filter", "preScore", "score"}, id="filter and score"),
+        pytest.param(
+            Fit,
+            {"preFilter", "filter", "preScore", "score", "placementScore"},
+            id="filter and score",
+        ),
     ],
 )
 def test_extension_points_are_read_from_the_class(plugin_class: type, points: set[str]) -> None:
