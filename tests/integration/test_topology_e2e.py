@@ -220,3 +220,40 @@ async def test_a_bad_topology_annotation_is_reported_on_the_field_and_holds_the_
     )
     await eventually(lambda: "default/plain" in bindings.node, timeout=30, what="others go on")
     assert bound(bindings, "bad") == 0
+
+
+async def test_a_composite_keeps_each_group_in_a_rack_and_all_groups_in_one_zone(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    bindings = Bindings(cluster)
+    zone = {"topology": [{"key": ZONE_LABEL}]}
+    cluster.store.create(
+        "compositepodgroups.scheduling.k8s.io",
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha3",
+            "kind": "CompositePodGroup",
+            "metadata": {"name": "job", "namespace": "default"},
+            "spec": {
+                "workloadRef": {"workloadName": "job", "templateName": "job"},
+                "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+                "schedulingConstraints": zone,
+            },
+        },
+    )
+    for name in ("wa", "wb"):
+        group = beta_group(name, 3)
+        group["spec"]["parentCompositePodGroupName"] = "job"
+        cluster.store.create(PODGROUPS, group)
+        for i in range(3):
+            cluster.store.create("pods", member(name, i))
+    await eventually(
+        lambda: bound(bindings, "wa") + bound(bindings, "wb") == 6, timeout=30, what="bound"
+    )
+    racks = [domains(cluster, bindings, name, RACK_LABEL) for name in ("wa", "wb")]
+    assert [len(r) for r in racks] == [1, 1]
+    assert racks[0] != racks[1]  # 6 cpu each: one rack (8 cpu) holds one group
+    zones = domains(cluster, bindings, "wa", ZONE_LABEL) | domains(
+        cluster, bindings, "wb", ZONE_LABEL
+    )
+    assert len(zones) == 1
+    assert bindings.twice() == []

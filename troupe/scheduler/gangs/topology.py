@@ -38,6 +38,7 @@ from troupe.api.status import Code, Status
 from troupe.api.topology import TopologyLevels, short_name
 from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.gangs.capacity import Capacity, capacity_of
+from troupe.scheduler.gangs.composite_topology import CompositePlacer, has_topology
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.placement import Failure, GangPlacer
 from troupe.scheduler.gangs.placement import Placement as Member
@@ -76,6 +77,7 @@ class TopologyPlacer:
         self.algorithm = gang.algorithm
         self.cache = gang.cache
         self.groups = groups
+        self.composites = CompositePlacer(gang, groups)
 
     def levels(self, fwk: Framework, ref: GroupRef, policy: GangPolicy) -> TopologyLevels:
         """The group's levels; none when the profile generates no placements."""
@@ -93,7 +95,13 @@ class TopologyPlacer:
         members: list[PodInfo],
         already: int,
     ) -> TopologyAttempt:
-        levels = self.levels(fwk, ref, policy) if policy.tree is None else TopologyLevels()
+        tree = policy.tree
+        if tree is not None and fwk.placement_generate and has_topology(tree):
+            placed, failures = self.composites.place(
+                fwk, tree, members, self.groups.leaf_placed(tree)
+            )
+            return TopologyAttempt(placed, failures, levels=tree.topology)
+        levels = self.levels(fwk, ref, policy) if tree is None else TopologyLevels()
         if not levels:
             placed, failures, shortfall = self.gang.place(fwk, ref, policy, members, already)
             return TopologyAttempt(placed, failures, shortfall)
