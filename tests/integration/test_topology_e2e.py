@@ -257,3 +257,24 @@ async def test_a_composite_keeps_each_group_in_a_rack_and_all_groups_in_one_zone
     )
     assert len(zones) == 1
     assert bindings.twice() == []
+
+
+async def test_a_gang_waiting_for_its_label_is_placed_once_nodes_carry_it(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    bindings = Bindings(cluster)
+    key = "example.com/nvlink"
+    cluster.store.create(PODGROUPS, beta_group("nv", 2, key=key))
+    for i in range(2):
+        cluster.store.create("pods", member("nv", i))
+    await eventually(
+        lambda: f"no nodes found with topology label '{key}'" in pod_message(cluster, "nv-0"),
+        timeout=30,
+        what=lambda: f"upstream's message, got {pod_message(cluster, 'nv-0')!r}",
+    )
+    for name in cluster.node_names[:2]:
+        node = cluster.store.get("nodes", name)
+        node["metadata"]["labels"][key] = "domain-1"
+        cluster.store.update("nodes", node)
+    await eventually(lambda: bound(bindings, "nv") == 2, timeout=30, what="bound once labelled")
+    assert domains(cluster, bindings, "nv", key) == {"domain-1"}

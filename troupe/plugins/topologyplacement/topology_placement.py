@@ -13,10 +13,13 @@ when its own object asks for none (docs/topology.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from troupe.api.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from troupe.api.framework import Handle, Placement
 from troupe.api.gangs import GangApi
 from troupe.api.nodetable import NodeTable
@@ -25,6 +28,11 @@ from troupe.api.status import Status
 from troupe.api.topology import TopologyLevels
 
 _APIS = tuple(api.value for api in GangApi)
+
+# A node added, or labelled into a domain, may give a gang its domain.
+NODE_ADD_OR_LABEL_CHANGE = ClusterEvent(
+    Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL, "NodeAddOrLabelUpdate"
+)
 
 
 class TopologyDefault(BaseModel):
@@ -87,6 +95,9 @@ class TopologyPlacement:
         }
         self._cache: dict[tuple[str, str], list[Placement]] = {}
         self._generation = -1
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return (ClusterEventWithHint(NODE_ADD_OR_LABEL_CHANGE),)
 
     def levels(self, api: GangApi, own: TopologyLevels) -> TopologyLevels:
         """The group's own levels, else the profile's default for its API."""
