@@ -278,3 +278,19 @@ async def test_a_gang_waiting_for_its_label_is_placed_once_nodes_carry_it(
         cluster.store.update("nodes", node)
     await eventually(lambda: bound(bindings, "nv") == 2, timeout=30, what="bound once labelled")
     assert domains(cluster, bindings, "nv", key) == {"domain-1"}
+
+
+async def test_three_levels_pack_into_one_host_inside_one_rack_inside_one_zone(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    bindings = Bindings(cluster)
+    levels = {
+        REQUIRED_ANNOTATION: ZONE_LABEL,
+        PREFERRED_ANNOTATION: f"{RACK_LABEL},kubernetes.io/hostname",
+    }
+    # 2 x 2 cpu: one 4-cpu node holds both; unconstrained they would spread over two.
+    cluster.store.create(COSCHEDULING, coscheduling("pair", 2, levels))
+    for i in range(2):
+        cluster.store.create("pods", labelled("pair", i))
+    await eventually(lambda: bound(bindings, "pair") == 2, timeout=30, what="the pair bound")
+    assert len(domains(cluster, bindings, "pair", "kubernetes.io/hostname")) == 1
