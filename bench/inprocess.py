@@ -18,6 +18,7 @@ class EchoClient:
         self.failed_patches = 0
         self.events = 0
         self.patches: list[tuple[str, dict[str, Any]]] = []
+        self.deleted: list[str] = []
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         self.bound += 1
@@ -34,6 +35,15 @@ class EchoClient:
 
     async def record_event(self, event: Event) -> None:
         self.events += 1
+
+    async def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> bool:
+        # No benchmark preempts; recorded so a run that did would show it.
+        self.deleted.append(pod.metadata.name)
+        return True
+
+    async def evict_pod(self, pod: Pod) -> bool:
+        self.deleted.append(pod.metadata.name)
+        return True
 
     async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         self.patches.append((path, dict(patch)))

@@ -15,8 +15,18 @@ over HTTP).
 ``--gangs G --gang-size S`` adds G scheduler-plugins PodGroups
 (``scheduling.x-k8s.io/v1alpha1``, ``minMember`` S, the CRD installed first) named
 ``gang-0000``..., each with S member pods labelled
-``scheduling.x-k8s.io/pod-group`` (``--gang-memory``, 100m each). ``bench.e2e``
-starts the plain form (its own launcher); ``bench.gang`` uses ``ServerProcess``.
+``scheduling.x-k8s.io/pod-group`` (``--gang-cpu``, default 100m, and
+``--gang-memory`` each). ``--gang-required KEY`` and ``--gang-preferred KEY[,KEY...]``
+put troupe's topology annotations (``topology.troupe.dev/required`` and
+``topology.troupe.dev/preferred``, ``troupe.api.topology``) on every PodGroup.
+``bench.e2e`` starts the plain form (its own launcher); ``bench.gang`` uses
+``ServerProcess``.
+
+Nodes carry ``topology.kubernetes.io/zone`` round-robin over ``--zones`` (default 3,
+``zone-0``...) and, with ``--racks R``, ``troupe.dev/rack`` numbered within each zone as
+``troupe.sim.nodespec.NodeSpec`` numbers them (node ``i`` is in zone ``i % Z`` and rack
+``(i // Z) % R``, value ``zone-<z>-r<n>``): 5000 nodes, 5 zones and 20 racks make 100
+racks of 50 nodes.
 
 ``--profile FILE`` runs cProfile from ``READY`` until stdin closes and writes the stats
 to FILE (``bench e2e --profile-server``). ``ServerProcess.cpu_seconds()`` is the
@@ -35,24 +45,24 @@ from typing import Any
 
 from troupe.api.clock import RealClock
 from troupe.api.gangs import POD_GROUP_LABEL
+from troupe.api.topology import PREFERRED_ANNOTATION, REQUIRED_ANNOTATION
 from troupe.sim.apiserver.server import ApiServer
 from troupe.sim.crds import POD_GROUP_CRD
 from troupe.sim.kubelet import Kubelets
+from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL
 
 NAMESPACE = "bench"
 
 
-def node(i: int) -> dict[str, Any]:
+def node(i: int, zones: int = 3, racks: int = 0) -> dict[str, Any]:
+    zone = f"zone-{i % zones}"
+    labels = {"kubernetes.io/hostname": f"node-{i}", ZONE_LABEL: zone}
+    if racks > 0:
+        labels[RACK_LABEL] = f"{zone}-r{(i // zones) % racks}"
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {
-            "name": f"node-{i}",
-            "labels": {
-                "kubernetes.io/hostname": f"node-{i}",
-                "topology.kubernetes.io/zone": f"zone-{i % 3}",
-            },
-        },
+        "metadata": {"name": f"node-{i}", "labels": labels},
         "status": {
             "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
             "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
@@ -65,6 +75,7 @@ def pod(
     node_name: str = "",
     *,
     memory: str = "500Mi",
+    cpu: str = "100m",
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -74,7 +85,7 @@ def pod(
             {
                 "name": "c",
                 "image": "pause",
-                "resources": {"requests": {"cpu": "100m", "memory": memory}},
+                "resources": {"requests": {"cpu": cpu, "memory": memory}},
             }
         ],
     }
@@ -94,10 +105,17 @@ def gang_name(g: int) -> str:
     return f"gang-{g:04d}"
 
 
-def pod_group(name: str, min_member: int, labels: dict[str, str] | None = None) -> dict[str, Any]:
+def pod_group(
+    name: str,
+    min_member: int,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE}
     if labels:
         metadata["labels"] = labels
+    if annotations:
+        metadata["annotations"] = annotations
     return {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1",
         "kind": "PodGroup",
@@ -106,10 +124,21 @@ def pod_group(name: str, min_member: int, labels: dict[str, str] | None = None) 
     }
 
 
-def gang_members(name: str, size: int, memory: str) -> list[dict[str, Any]]:
+def gang_members(name: str, size: int, memory: str, cpu: str = "100m") -> list[dict[str, Any]]:
     return [
-        pod(f"{name}-{i:04d}", memory=memory, labels={POD_GROUP_LABEL: name}) for i in range(size)
+        pod(f"{name}-{i:04d}", memory=memory, cpu=cpu, labels={POD_GROUP_LABEL: name})
+        for i in range(size)
     ]
+
+
+def topology_annotations(required: str, preferred: str) -> dict[str, str]:
+    """troupe's topology annotations for a gang object (none when both are empty)."""
+    annotations = {}
+    if required:
+        annotations[REQUIRED_ANNOTATION] = required
+    if preferred:
+        annotations[PREFERRED_ANNOTATION] = preferred
+    return annotations
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -123,16 +152,18 @@ async def serve(args: argparse.Namespace) -> None:
         store.create("customresourcedefinitions.apiextensions.k8s.io", POD_GROUP_CRD)
     kubelets = Kubelets(store, RealClock())
     for i in range(args.nodes):
-        store.create("nodes", node(i), copy=False)
+        store.create("nodes", node(i, args.zones, args.racks), copy=False)
         kubelets.nodes.add(f"node-{i}")
     for i in range(args.existing_pods):
         store.create("pods", pod(f"existing-{i}", f"node-{i % args.nodes}"), copy=False)
     for i in range(args.pods):
         store.create("pods", pod(f"pod-{i}"), copy=False)
+    annotations = topology_annotations(args.gang_required, args.gang_preferred)
     for g in range(args.gangs):
         name = gang_name(g)
-        store.create("podgroups.scheduling.x-k8s.io", pod_group(name, args.gang_size), copy=False)
-        for member in gang_members(name, args.gang_size, args.gang_memory):
+        group = pod_group(name, args.gang_size, annotations=dict(annotations))
+        store.create("podgroups.scheduling.x-k8s.io", group, copy=False)
+        for member in gang_members(name, args.gang_size, args.gang_memory, args.gang_cpu):
             store.create("pods", member, copy=False)
     kubelets_task = asyncio.create_task(kubelets.run()) if args.kubelets else None
     server.write_kubeconfig(args.kubeconfig)
@@ -215,6 +246,11 @@ def main() -> None:
     p.add_argument("--gangs", type=int, default=0, help="scheduler-plugins PodGroups to create")
     p.add_argument("--gang-size", type=int, default=0, help="members (and minMember) per gang")
     p.add_argument("--gang-memory", default="128Mi", help="memory request of a gang member")
+    p.add_argument("--gang-cpu", default="100m", help="CPU request of a gang member")
+    p.add_argument("--gang-required", default="", help="required topology label of every gang")
+    p.add_argument("--gang-preferred", default="", help="preferred topology keys, outermost first")
+    p.add_argument("--zones", type=int, default=3, help="zones, round-robin over the nodes")
+    p.add_argument("--racks", type=int, default=0, help="racks per zone (0: no rack label)")
     p.add_argument("--kubelets", action="store_true", help="simulated kubelets on every node")
     p.add_argument("--pod-group-crd", action="store_true", help="install the PodGroup CRD")
     p.add_argument("--kubeconfig", required=True)
