@@ -55,7 +55,7 @@ async def test_troupe_sim_with_no_arguments_plays_the_default_scenario() -> None
     code, out, err = await troupe_sim()
     assert code == 0, err
     assert re.match(
-        r"Scenario 'default': 158 pods on 14 nodes \(144 cpu, 576Gi memory, 32 nvidia.com/gpu\)",
+        r"Scenario 'default': 162 pods on 14 nodes \(144 cpu, 576Gi memory, 32 nvidia.com/gpu\)",
         out,
     ), out
     assert row(out, "web")[1:] == ["40", "40", "0"]
@@ -66,6 +66,15 @@ async def test_troupe_sim_with_no_arguments_plays_the_default_scenario() -> None
     # Gang rows: ... minMember bound outcome ...
     assert re.search(r"^etl\s.*\s6\s+6\s+completed\s", out, re.MULTILINE), out
     assert re.search(r"^giant\s.*\s20\s+0\s+pending\s", out, re.MULTILINE), out
+    # The rack-constrained gang: bound whole, its domain cell one rack.
+    assert re.search(
+        r"^allreduce\s+podgroup/v1beta1\s.*\s4\s+4\s+scheduled\s.*\s"
+        r"troupe\.dev/rack=zone-[abc]-r[01]$",
+        out,
+        re.MULTILINE,
+    ), out
+    header = next(line for line in out.splitlines() if line.startswith("gang "))
+    assert header.split()[-1] == "domain"
 
 
 async def test_troupe_sim_plays_a_scenario_file(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 (SimCluster, the scheduler daemon over HTTP, ScenarioRunner), telling its gang story:
 the small gangs are scheduled, the second big gang waits holding nothing while the
 first runs and is then placed whole, the gang larger than the cluster stays pending
-with the scheduler's reason, and no gang is ever left partly bound."""
+with the scheduler's reason, the rack-constrained gang lands in one rack (and its row
+says which), and no gang is ever left partly bound."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from troupe.cli.render import render_summary
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.sim.cluster import SimCluster
+from troupe.sim.nodespec import RACK_LABEL
 from troupe.sim.runner import GangOutcome, GangRow, ScenarioRunner, node_spec
 from troupe.sim.scenario import DEFAULT_SCENARIO, GangStep, Scenario, load_scenario
 
@@ -49,6 +51,7 @@ class GangBindings:
             for i in range(g.size)
         }
         self.bound: dict[str, list[str]] = {}
+        self.node: dict[str, str] = {}
         self.succeeded: dict[str, set[str]] = {}
         # For each binding of a waiting-gang member: members of the first gang not
         # yet finished at that moment.
@@ -65,6 +68,7 @@ class GangBindings:
         if obj["spec"].get("nodeName") and name not in self._seen:
             self._seen.add(name)
             self.bound.setdefault(gang, []).append(name)
+            self.node[name] = obj["spec"]["nodeName"]
             if gang == self.roles.waiting.name:
                 finished = len(self.succeeded.get(self.roles.first.name, set()))
                 self.first_running_at_waiting_bindings.append(self.roles.first.size - finished)
@@ -81,6 +85,10 @@ async def test_the_default_scenario_tells_the_gang_story(tmp_path: Path) -> None
         daemon = SchedulerDaemon(config, Connection(kubeconfig=str(kubeconfig)), seed=1)
         await daemon.start()
         watch = GangBindings(cluster, roles)
+        rack_of = {
+            n["metadata"]["name"]: n["metadata"]["labels"][RACK_LABEL]
+            for n in cluster.store.list("nodes")
+        }
         try:
             summary = await ScenarioRunner(cluster, scenario).run()
         finally:
@@ -127,5 +135,19 @@ async def test_the_default_scenario_tells_the_gang_story(tmp_path: Path) -> None
     bound_at = [t for t in starts if t is not None]
     assert max(bound_at) - min(bound_at) < 1.0, "the composite's groups bound apart"
 
+    # The topology gang: every member in one rack, as the nodes' labels say, and the
+    # row names that rack.
+    (ranged,) = [g for g in roles.fitting if g.topology is not None]
+    assert ranged.topology_keys == (RACK_LABEL,)
+    racks = {rack_of[watch.node[n]] for n in watch.bound[ranged.name]}
+    assert len(watch.bound[ranged.name]) == ranged.size and len(racks) == 1, racks
+    (rack,) = racks
+    assert rows[ranged.name].domains == ((RACK_LABEL, (rack,)),)
+    assert all(not rows[g.name].domains for g in roles.fitting if g is not ranged)
+
     text = render_summary(summary)
     assert "Gangs:" in text and f"  {impossible.name}  gang default/" in text
+    assert any(
+        line.startswith(f"{ranged.name} ") and line.endswith(f"  {RACK_LABEL}={rack}")
+        for line in text.splitlines()
+    ), text

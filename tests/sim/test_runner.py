@@ -11,14 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.clock import FakeClock
 from troupe.cli.render import render_summary
+from troupe.sim.apiserver.binding import bind
 from troupe.sim.cluster import SimCluster
-from troupe.sim.nodespec import NodeSpec
+from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL, NodeSpec
 from troupe.sim.runner import GangOutcome, GangRow, ScenarioRunner, Summary, Tracker
 from troupe.sim.scenario import (
     GANG_KINDS,
     GangStep,
     PodsStep,
     ScenarioError,
+    TopologySpec,
     gang_manifests,
     load_scenario,
     pod_manifests,
@@ -262,6 +264,75 @@ def test_gang_pods_stay_out_of_the_plain_pods_table_but_count_in_the_totals() ->
     assert [g.name for g in summary.gangs] == ["g"]
 
 
+NODE_LABELS = {
+    "n0": {ZONE_LABEL: "a", RACK_LABEL: "a-r0"},
+    "n1": {ZONE_LABEL: "a", RACK_LABEL: "a-r1"},
+    "n2": {ZONE_LABEL: "a"},
+}
+
+
+@pytest.mark.parametrize(
+    ("topology", "nodes", "domains", "shown"),
+    [
+        pytest.param(
+            TopologySpec(required=RACK_LABEL),
+            ["n0", "n0"],
+            ((RACK_LABEL, ("a-r0",)),),
+            f"{RACK_LABEL}=a-r0",
+            id="a gang in one rack names it",
+        ),
+        pytest.param(
+            TopologySpec(required=ZONE_LABEL, preferred=[RACK_LABEL]),
+            ["n1", "n0"],
+            ((ZONE_LABEL, ("a",)), (RACK_LABEL, ("a-r0", "a-r1"))),
+            f"{ZONE_LABEL}=a {RACK_LABEL}=a-r0+a-r1",
+            id="a gang over two racks of its zone names both, each level in turn",
+        ),
+        pytest.param(
+            TopologySpec(required=RACK_LABEL),
+            ["n2", None],
+            ((RACK_LABEL, ("",)),),
+            f"{RACK_LABEL}=<none>",
+            id="a node without the label",
+        ),
+        pytest.param(
+            TopologySpec(required=RACK_LABEL),
+            [None, None],
+            ((RACK_LABEL, ()),),
+            f"{RACK_LABEL}=-",
+            id="nothing bound yet",
+        ),
+        pytest.param(None, ["n0", "n1"], (), "", id="no topology: no domain"),
+    ],
+)
+def test_a_gang_row_names_the_domains_its_members_were_bound_in(
+    topology: TopologySpec | None, nodes: list[str | None], domains: Any, shown: str
+) -> None:
+    seen: list[str] = []
+
+    def labels(node: str) -> dict[str, str]:
+        seen.append(node)
+        return NODE_LABELS.get(node, {})
+
+    tracker = Tracker(FakeClock(), labels)
+    step = GangStep(name="g", size=len(nodes), topology=topology)
+    tracker.add_gang(step, gang_manifests(step))
+    store = FakeStore(tracker)
+    for i, node in enumerate(nodes):
+        if node is not None:
+            store.bind(f"g-{i}", node)
+    # The labels are read once per binding, at the binding (the node may go later).
+    assert seen == ([n for n in nodes if n is not None] if topology else [])
+    row = one_row(tracker)
+    assert (row.domains, row.domain) == (domains, shown)
+    text = render_summary(summary_with(row))
+    header = next(line for line in text.splitlines() if line.startswith("gang "))
+    assert header.split()[-1] == "domain"
+    line = next(line for line in text.splitlines() if line.startswith("g "))
+    # Without topology the row ends at "finished" (nothing finished: "-").
+    assert line.endswith(f"  {shown}" if shown else "  -")
+
+
 # Each pod's own history, in order: rejected, then bound, then running, then done.
 HISTORY = ("reject", "bind", "Running", "Succeeded")
 
@@ -401,3 +472,28 @@ async def test_a_gang_of_an_api_the_cluster_does_not_serve_is_a_scenario_error()
     async with SimCluster([NodeSpec(count=1)], install_crds=False) as cluster:
         with pytest.raises(ScenarioError, match=r"does not serve podgroups\.scheduling\.x-k8s\.io"):
             await ScenarioRunner(cluster, scenario).run()
+
+
+async def test_a_topology_gang_step_is_accepted_by_the_cluster_and_names_its_rack() -> None:
+    """The API server accepts the group objects; the runner reads the node's labels
+    when a member is bound (by hand here: no scheduler runs)."""
+    ring = {"name": "ring", "size": 2, "api": "podgroup", "topology": {"required": RACK_LABEL}}
+    job = {
+        "name": "job",
+        "size": 1,
+        "topology": {"required": ZONE_LABEL, "preferred": [RACK_LABEL]},
+    }
+    scenario = load_scenario({"steps": [{"gang": ring}, {"gang": job}]})
+    async with SimCluster([NodeSpec(count=2, zones=("zone-a",), racks=2)]) as cluster:
+        runner = ScenarioRunner(cluster, scenario)
+        stop = cluster.store.listen("pods", runner.tracker.on_pod)
+        for step in scenario.steps:
+            runner._apply(step)
+        group = cluster.store.get(GANG_KINDS["podgroup"], "ring", "default")
+        assert group["spec"]["schedulingConstraints"] == {"topology": [{"key": RACK_LABEL}]}
+        for i, node in enumerate(cluster.node_names):
+            bind(cluster.store, "default", f"ring-{i}", {"target": {"name": node}})
+        stop()
+    rows = {g.name: g for g in runner.tracker.summary("t", 0.0).gangs}
+    assert rows["ring"].domain == f"{RACK_LABEL}=zone-a-r0+zone-a-r1"
+    assert rows["job"].domain == f"{ZONE_LABEL}=- {RACK_LABEL}=-"

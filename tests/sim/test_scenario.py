@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from troupe.api.gangs import POD_GROUP_LABEL, GangApi, group_ref_of
 from troupe.api.objects import Pod
+from troupe.api.topology import PREFERRED_ANNOTATION, REQUIRED_ANNOTATION
+from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL
 from troupe.sim.scenario import (
     DEFAULT_SCENARIO,
     GANG_KINDS,
@@ -146,6 +148,36 @@ def test_a_yaml_file_loads_with_camel_case_keys(tmp_path: Path) -> None:
             },
             "steps[0].composite.minGroupCount",
             id="minGroupCount 0",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 2, "topology": {"required": "a/b/c"}}}]},
+            "steps[0].gang.topology: required: Invalid value: 'a/b/c'",
+            id="a topology label that is no label key",
+        ),
+        pytest.param(
+            {
+                "steps": [
+                    {
+                        "gang": {
+                            "name": "a",
+                            "size": 2,
+                            "topology": {"required": RACK_LABEL, "preferred": [RACK_LABEL]},
+                        }
+                    }
+                ]
+            },
+            "steps[0].gang.topology: a label may be named once",
+            id="a preferred level that is the required one",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 2, "topology": {}}}]},
+            "steps[0].gang.topology: give required, preferred or both",
+            id="an empty topology",
+        ),
+        pytest.param(
+            {"steps": [{"gang": {"name": "a", "size": 2, "topology": {"requird": "x"}}}]},
+            "steps[0].gang.topology.requird: Extra inputs are not permitted",
+            id="a misspelt topology field",
         ),
         pytest.param(
             {
@@ -345,3 +377,58 @@ def test_the_default_scenario_shows_a_v1beta1_gang_and_a_composite() -> None:
     assert any(s.gang and s.gang.api_version == "v1beta1" for s in scenario.steps)
     composites = [s.composite for s in scenario.steps if s.composite is not None]
     assert composites and composites[0].min_group_count == len(composites[0].groups)
+
+
+def test_the_default_scenario_has_racks_and_a_rack_constrained_v1beta1_gang() -> None:
+    scenario = load_scenario(DEFAULT_SCENARIO)
+    assert all(group.racks >= 2 for group in scenario.nodes)
+    (ranged,) = [s.gang for s in scenario.steps if s.gang and s.gang.topology]
+    assert (ranged.api, ranged.api_version, ranged.topology_keys) == (
+        "podgroup",
+        "v1beta1",
+        (RACK_LABEL,),
+    )
+    # More than one pod: spreading would usually use several racks.
+    assert ranged.size > 1
+    made = gang_manifests(ranged)
+    assert made.group["spec"]["schedulingConstraints"] == {"topology": [{"key": RACK_LABEL}]}
+
+
+@pytest.mark.parametrize(
+    ("fields", "constraints", "annotations"),
+    [
+        pytest.param(
+            {"api": "podgroup", "apiVersion": "v1beta1", "topology": {"required": RACK_LABEL}},
+            {"topology": [{"key": RACK_LABEL}]},
+            {},
+            id="a PodGroup's required level is its schedulingConstraints",
+        ),
+        pytest.param(
+            {
+                "api": "podgroup",
+                "topology": {"required": ZONE_LABEL, "preferred": [RACK_LABEL]},
+            },
+            {"topology": [{"key": ZONE_LABEL}]},
+            {PREFERRED_ANNOTATION: RACK_LABEL},
+            id="a v1alpha2 PodGroup too, with the preferred levels annotated",
+        ),
+        pytest.param(
+            {"api": "coscheduling", "topology": {"required": ZONE_LABEL}},
+            None,
+            {REQUIRED_ANNOTATION: ZONE_LABEL},
+            id="a scheduler-plugins PodGroup has only the annotation",
+        ),
+        pytest.param(
+            {"api": "workload", "topology": {"preferred": [ZONE_LABEL, RACK_LABEL]}},
+            None,
+            {PREFERRED_ANNOTATION: f"{ZONE_LABEL},{RACK_LABEL}"},
+            id="a Workload with preferred levels only",
+        ),
+    ],
+)
+def test_a_gang_step_topology_becomes_constraints_or_annotations(
+    fields: dict[str, Any], constraints: dict[str, Any] | None, annotations: dict[str, str]
+) -> None:
+    made = gang_manifests(GangStep.model_validate({"name": "g", "size": 2, **fields}))
+    assert made.group["spec"].get("schedulingConstraints") == constraints
+    assert made.group["metadata"].get("annotations", {}) == annotations

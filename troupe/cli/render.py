@@ -2,7 +2,8 @@
 
 ``render_summary`` prints the totals, the plain pods per workload with pending
 reasons, and one row per gang (outcome, when it was submitted, bound and finished,
-and why a pending gang waits). Called by ``troupe.cli.sim``.
+the topology domain its members landed in, and why a pending gang waits). Called by
+``troupe.cli.sim``.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def _seconds(first: float | None, last: float | None = None) -> str:
 
 def _gangs(gangs: list[GangRow]) -> list[str]:
     headers = ["gang", "api", "size", "each pod", "minMember", "bound", "outcome"]
-    headers += ["submitted", "bound at", "finished"]
+    headers += ["submitted", "bound at", "finished", "domain"]
     rows = [
         [
             g.name,
@@ -126,6 +127,7 @@ def _gangs(gangs: list[GangRow]) -> list[str]:
             _seconds(g.submitted),
             _seconds(g.first_bound, g.last_bound),
             _seconds(g.finished),
+            g.domain,
         ]
         for g in gangs
     ]

@@ -13,7 +13,7 @@ is not its business: ``troupe sim`` runs one beside it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
@@ -56,6 +56,9 @@ class PodRecord:
     message: str = ""
     finished: float | None = None
     gang: str = ""  # "namespace/name" of the gang step that created it, if any
+    # The values of its gang's topology labels on the node it was bound to (read at
+    # binding: the node may be gone by the summary). Empty for pods of no topology.
+    domain: tuple[str, ...] = ()
 
 
 class GangOutcome(StrEnum):
@@ -104,6 +107,19 @@ class GangRow:
     # The last PodScheduled=False reason of each member still unbound, counted
     # (a pod that fits in a gang that does not is CoschedulingNotMeetMinMember).
     pod_reasons: tuple[tuple[str, int], ...] = ()
+    # Each topology label the gang is placed by (outermost first) and the values its
+    # bound members' nodes have ("" for a node without the label); none without
+    # topology.
+    domains: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def domain(self) -> str:
+        """``troupe.dev/rack=zone-a-r1``; several values joined by ``+``, several labels
+        by a space; ``-`` while no member is bound."""
+        return " ".join(
+            f"{key}=" + ("+".join(v or "<none>" for v in values) if values else "-")
+            for key, values in self.domains
+        )
 
 
 @dataclass(slots=True)
@@ -144,11 +160,20 @@ def _key(obj: dict[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
+NodeLabels = Callable[[str], Mapping[str, str]]
+"""A node's labels by name (empty if there is no such node)."""
+
+
+def _no_labels(_: str) -> Mapping[str, str]:
+    return {}
+
+
 class Tracker:
     """Follows the pods and gangs a scenario created, from the store's pod events."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, node_labels: NodeLabels = _no_labels) -> None:
         self.clock = clock
+        self.node_labels = node_labels
         self.records: dict[str, PodRecord] = {}
         self.gangs: dict[str, GangRecord] = {}
         # Last time something a summary shows changed (a binding, a phase, a new
@@ -177,6 +202,10 @@ class Tracker:
         if spec.get("nodeName") and record.bound is None:
             record.bound = now
             record.node = spec["nodeName"]
+            gang = self.gangs.get(record.gang)
+            if gang is not None and gang.step.topology_keys:
+                labels = self.node_labels(record.node)
+                record.domain = tuple(labels.get(k, "") for k in gang.step.topology_keys)
         record.phase = "Deleted" if type_ == "DELETED" else status.get("phase", record.phase)
         if record.phase == "Succeeded" and record.finished is None:
             record.finished = now
@@ -230,6 +259,7 @@ class Tracker:
                             if r.bound is None and r.phase != "Deleted"
                         ).most_common()
                     ),
+                    domains=_domains(step, members),
                 )
             )
         return rows
@@ -279,6 +309,14 @@ class Tracker:
         )
 
 
+def _domains(step: GangStep, members: list[PodRecord]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each topology label of the gang and the sorted values of its bound members."""
+    bound = [r.domain for r in members if r.bound is not None and r.domain]
+    return tuple(
+        (key, tuple(sorted({d[i] for d in bound}))) for i, key in enumerate(step.topology_keys)
+    )
+
+
 class ScenarioRunner:
     def __init__(
         self,
@@ -292,7 +330,7 @@ class ScenarioRunner:
         self.scenario = scenario
         self.clock = clock or RealClock()
         self.progress = progress
-        self.tracker = Tracker(self.clock)
+        self.tracker = Tracker(self.clock, self._node_labels)
         self._next_index: Counter[str] = Counter()
 
     @property
@@ -329,6 +367,12 @@ class ScenarioRunner:
                 names += self.cluster.node_names[-step.remove_nodes.count :]
             for name in names:
                 self.cluster.remove_node(name)
+
+    def _node_labels(self, name: str) -> Mapping[str, str]:
+        store = self.cluster.store
+        node = store.find(store.resolve("nodes"), "", name)
+        labels: Mapping[str, str] = (node or {}).get("metadata", {}).get("labels") or {}
+        return labels
 
     def _served(self, kind: str, what: str) -> None:
         try:

@@ -42,6 +42,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.alias_generators import to_camel
 
 from troupe.api.gangs import POD_GROUP_LABEL
+from troupe.api.selectors import qualified_name_errors
+from troupe.api.topology import PREFERRED_ANNOTATION, REQUIRED_ANNOTATION
+from troupe.sim.nodespec import RACK_LABEL
 
 SCHEDULER_NAME = "troupe-scheduler"
 RUN_SECONDS_ANNOTATION = "troupe.dev/run-seconds"
@@ -103,6 +106,34 @@ class PodsStep(_Model):
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class TopologySpec(_Model):
+    """The node labels a gang must (``required``: one domain of it) and would rather
+    (``preferred``, outermost first, inside the required one) stay in
+    (``troupe.api.topology``; docs/scenarios.md "Topology")."""
+
+    required: str = ""
+    preferred: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _label_keys(self) -> TopologySpec:
+        named = [("required", self.required)] if self.required else []
+        named += [(f"preferred[{i}]", key) for i, key in enumerate(self.preferred)]
+        if not named:
+            raise ValueError("give required, preferred or both")
+        errors = [e for where, key in named for e in qualified_name_errors(key, where)]
+        if errors:
+            raise ValueError("; ".join(errors))
+        keys = [key for _, key in named]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"a label may be named once: {keys}")
+        return self
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The levels, outermost first."""
+        return ((self.required,) if self.required else ()) + tuple(self.preferred)
+
+
 class GangStep(_Model):
     """A group object of one gang API and its ``size`` member pods."""
 
@@ -121,6 +152,9 @@ class GangStep(_Model):
     min_resources: dict[str, str | int] | None = None
     # The PodGroup's version (api: podgroup only).
     api_version: PodGroupVersion = "v1alpha2"
+    # Topology-aware placement (KEP-5732): a PodGroup's schedulingConstraints for
+    # the required level, troupe's annotations otherwise.
+    topology: TopologySpec | None = None
 
     @model_validator(mode="after")
     def _min_resources_needs_coscheduling(self) -> GangStep:
@@ -143,6 +177,11 @@ class GangStep(_Model):
     @property
     def quorum(self) -> int:
         return self.size if self.min_member is None else self.min_member
+
+    @property
+    def topology_keys(self) -> tuple[str, ...]:
+        """The node labels the gang is placed by, outermost first (none: anywhere)."""
+        return self.topology.keys if self.topology is not None else ()
 
 
 class CompositeStep(_Model):
@@ -329,7 +368,7 @@ class GangManifests:
 def gang_manifests(step: GangStep, parent: str = "") -> GangManifests:
     """The group object of ``step.api`` and the ``size`` member pods naming it
     (``parent``: the CompositePodGroup a v1beta1 PodGroup is a child of)."""
-    meta = {"name": step.name, "namespace": step.namespace}
+    meta: dict[str, Any] = {"name": step.name, "namespace": step.namespace}
     gang = {"minCount": step.quorum}
     labels = {"app": step.name}
     membership: dict[str, Any] = {}
@@ -353,14 +392,32 @@ def gang_manifests(step: GangStep, parent: str = "") -> GangManifests:
             spec["priorityClassName"] = step.priority_class_name
         if parent:
             spec["parentCompositePodGroupName"] = parent
+        if step.topology is not None and step.topology.required:
+            spec["schedulingConstraints"] = {"topology": [{"key": step.topology.required}]}
         version = f"scheduling.k8s.io/{step.api_version}"
         group = {"apiVersion": version, "kind": "PodGroup", "spec": spec}
         membership["schedulingGroup"] = {"podGroupName": step.name}
+    annotations = _topology_annotations(step)
+    if annotations:
+        meta["annotations"] = annotations
     pods = [
         _pod(f"{step.name}-{i}", step.namespace, dict(labels), step, membership)
         for i in range(step.size)
     ]
     return GangManifests(GANG_KINDS[step.api], {**group, "metadata": meta}, pods)
+
+
+def _topology_annotations(step: GangStep) -> dict[str, str]:
+    """troupe's topology annotations of the gang's group object: the preferred levels,
+    and the required one where the API has no ``schedulingConstraints``."""
+    if step.topology is None:
+        return {}
+    out = {}
+    if step.topology.required and step.api != "podgroup":
+        out[REQUIRED_ANNOTATION] = step.topology.required
+    if step.topology.preferred:
+        out[PREFERRED_ANNOTATION] = ",".join(step.topology.preferred)
+    return out
 
 
 def composite_manifests(step: CompositeStep) -> tuple[dict[str, Any], list[GangManifests]]:
@@ -392,11 +449,13 @@ DEFAULT_SCENARIO: dict[str, Any] = {
         "too large for any node; two small gangs that fit; 'pretrain' (a 1.37 v1beta1 "
         "PodGroup) holds 24 GPUs for 2 s while 'finetune', which needs all 32, waits "
         "holding nothing and is then placed whole; 'giant' asks for 40 GPUs and never "
-        "fits; 'spark' is a CompositePodGroup of a driver and workers placed together."
+        "fits; 'spark' is a CompositePodGroup of a driver and workers placed together; "
+        "'allreduce' (a v1beta1 PodGroup with a topology constraint) lands in one rack."
     ),
+    # Two racks per zone (troupe.dev/rack=zone-a-r0 ...), GPU nodes racked with the others.
     "nodes": [
-        {"count": 10, "cpu": "8", "memory": "32Gi"},
-        {"count": 4, "cpu": "16", "memory": "64Gi", "gpus": 8, "namePrefix": "gpu"},
+        {"count": 10, "cpu": "8", "memory": "32Gi", "racks": 2},
+        {"count": 4, "cpu": "16", "memory": "64Gi", "gpus": 8, "namePrefix": "gpu", "racks": 2},
     ],
     "steps": [
         {"at": 0, "pods": {"name": "web", "count": 40, "cpu": "500m", "memory": "512Mi"}},
@@ -406,6 +465,18 @@ DEFAULT_SCENARIO: dict[str, Any] = {
         },
         {"at": 0.2, "gang": {"name": "etl", "size": 6, "cpu": "1", "runSeconds": 1}},
         {"at": 0.2, "gang": {"name": "eval", "size": 4, "api": "workload", "cpu": "2"}},
+        # KEP-5732: every member in one rack (spreading would usually use several).
+        {
+            "at": 0.2,
+            "gang": {
+                "name": "allreduce",
+                "size": 4,
+                "api": "podgroup",
+                "apiVersion": "v1beta1",
+                "cpu": "2",
+                "topology": {"required": RACK_LABEL},
+            },
+        },
         {"at": 0.5, "pods": {"name": "huge", "count": 1, "cpu": "64", "memory": "8Gi"}},
         {
             "at": 0.5,
