@@ -45,6 +45,7 @@ from troupe.api.framework import (
     PlacementAssignment,
     PlacementFeasiblePlugin,
     PlacementGeneratePlugin,
+    PlacementLevels,
     PlacementScoreExtensions,
     PlacementScorePlugin,
     PostBindPlugin,
@@ -188,6 +189,16 @@ class Framework:
         for name, scorer, _ in self.placement_score:
             if not isinstance(scorer, PlacementScorePlugin):
                 raise TypeError(f"plugin {name!r} does not implement placementScore")
+        # Decided once (Protocol isinstance checks are slow): which placement scorers
+        # normalize, and which generator says what levels a group gets.
+        self._placement_normalizers: dict[str, PlacementScoreExtensions] = {
+            name: scorer
+            for name, scorer, _ in self.placement_score
+            if isinstance(scorer, PlacementScoreExtensions)
+        }
+        self.placement_levels: PlacementLevels | None = next(
+            (p for _, p in self.placement_generate if isinstance(p, PlacementLevels)), None
+        )
         # Profiles with scheduler-plugins' Coscheduling gang pod by pod (Permit
         # barrier); all others place a gang in one pod-group cycle.
         self.pod_by_pod_gangs = "Coscheduling" in plugins
@@ -434,8 +445,9 @@ class Framework:
             try:
                 scores = [plugin.score_placement(table, a) for a in assignments]
                 status = SUCCESS
-                if isinstance(plugin, PlacementScoreExtensions):
-                    status = plugin.normalize_placement_score(scores)
+                normalizer = self._placement_normalizers.get(name)
+                if normalizer is not None:
+                    status = normalizer.normalize_placement_score(scores)
             except Exception as exc:
                 return totals, plugin_error(name, "placementScore", exc)
             if not status.is_success:

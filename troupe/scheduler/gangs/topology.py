@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from troupe.api.framework import Placement, PlacementAssignment, PlacementLevels
+from troupe.api.framework import Placement, PlacementAssignment
 from troupe.api.gangs import GangPolicy, GroupRef
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
@@ -81,11 +81,11 @@ class TopologyPlacer:
 
     def levels(self, fwk: Framework, ref: GroupRef, policy: GangPolicy) -> TopologyLevels:
         """The group's levels; none when the profile generates no placements."""
-        for _, plugin in fwk.placement_generate:
-            if isinstance(plugin, PlacementLevels):
-                return plugin.levels(ref.api, policy.topology)
-            return policy.topology
-        return TopologyLevels()
+        if not fwk.placement_generate:
+            return TopologyLevels()
+        if fwk.placement_levels is not None:
+            return fwk.placement_levels.levels(ref.api, policy.topology)
+        return policy.topology
 
     def place(
         self,
@@ -147,7 +147,8 @@ class _Attempt:
         candidates, status = self._generate(key, root)
         if not status.is_success:
             return self._all_failed(status)
-        candidates = [c for c in candidates if self._holds_pinned(c)]
+        if self.pinned:
+            candidates = [c for c in candidates if self._holds_pinned(c)]
         if not candidates:
             return self._all_failed(Status.unresolvable(self._pinned_message(key)))
         bounds = self.capacity.bounds(table, root.nodes, candidates)
@@ -204,7 +205,8 @@ class _Attempt:
         subs, status = self._generate(key, domain)
         if not status.is_success:
             return None
-        subs = [s for s in subs if self._holds_pinned(s)]
+        if self.pinned:
+            subs = [s for s in subs if self._holds_pinned(s)]
         bounds = self.capacity.bounds(self.table, domain.nodes, subs)
         room = [
             (s, min(len(self.members), b), self._request(b))
