@@ -54,9 +54,9 @@ async def test_a_high_priority_pod_group_preempts_low_priority_pods_and_binds_wh
         "Preempted by pod group default/train"
     }
     sample = daemon.metrics_registry.get_sample_value
-    assert sample("scheduler_workload_preemption_attempts_total", {"result": "preempted"}) == 1
-    assert metric(daemon, "scheduler_workload_preemption_victims_count") == 1
-    assert metric(daemon, "scheduler_workload_preemption_victims_sum") == 6
+    assert sample("scheduler_podgroup_preemption_attempts_total", {"result": "preempted"}) == 1
+    assert metric(daemon, "scheduler_podgroup_preemption_victims_count") == 1
+    assert metric(daemon, "scheduler_podgroup_preemption_victims_sum") == 6
     waiting = {
         "result": "waiting_on_preemption",
         "profile": "troupe-scheduler",

@@ -36,6 +36,8 @@ EXTENSION_POINTS: tuple[str, ...] = (
     "preFilter",
     "filter",
     "postFilter",
+    # KEP-5710: after a failed pod-group cycle, victims for the whole gang.
+    "podGroupPostFilter",
     "preScore",
     "score",
     # KEP-5732: candidate placements of a pod group, their scores, and early rejection.
@@ -155,6 +157,7 @@ class Plugins(ConfigModel):
     pre_filter: PluginSet = PluginSet()
     filter: PluginSet = PluginSet()
     post_filter: PluginSet = PluginSet()
+    pod_group_post_filter: PluginSet = PluginSet()
     pre_score: PluginSet = PluginSet()
     score: PluginSet = PluginSet()
     placement_generate: PluginSet = PluginSet()

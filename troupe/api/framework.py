@@ -27,7 +27,7 @@ from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.cycle import CycleState
 from troupe.api.events import ClusterEventWithHint
-from troupe.api.gangs import GangApi, GroupDirectory
+from troupe.api.gangs import GangApi, GroupDirectory, GroupKey
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Namespace, Pod
 from troupe.api.pdb import PodDisruptionBudget
@@ -316,6 +316,41 @@ class DisruptionPlan:
 
     victims: tuple[PodInfo, ...]
     nominated: dict[str, str]  # pod key -> node name
+    # Candidates put back (spared) by the reprieve; groups evicted as a whole.
+    reprieved: int = 0
+    whole_groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPreemptor:
+    """A gang below its quorum, as PodGroupPostFilter sees it (KEP-5710)."""
+
+    key: GroupKey
+    priority: int
+    min_count: int
+    # Its members still pending, by key.
+    members: Mapping[str, PodInfo]
+    # Members bound or assumed before the attempt.
+    already: int
+    # Its members' Filters are all ones a pod landing changes only by resources and
+    # host ports: a victim may be put back where it runs whenever its node keeps room
+    # for what the gang placed there (KEP-5710 "in place victim reprieval").
+    in_place: bool = False
+
+
+GroupEvaluation = tuple[Mapping[str, str] | None, int]
+"""(member key -> node of a placement reaching the quorum, or None; members placed)."""
+
+
+@runtime_checkable
+class PodGroupPostFilterPlugin(Protocol):
+    def pod_group_post_filter(
+        self, preemptor: GroupPreemptor, evaluate: Callable[[], GroupEvaluation]
+    ) -> tuple[DisruptionPlan | None, Status]:
+        """After a failed pod-group cycle: the victims whose eviction makes the whole
+        gang fit, and where its members would go. ``evaluate`` runs the group (and
+        placement) algorithm on the table as it stands."""
+        ...
 
 
 @runtime_checkable

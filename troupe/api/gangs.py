@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, NewType, Protocol
 
-from troupe.api.objects import Pod
+from troupe.api.objects import Pod, PodKey
 from troupe.api.topology import TopologyLevels
 
 if TYPE_CHECKING:
@@ -223,6 +223,10 @@ class GroupDirectory(Protocol):
         """Members bound or assumed (KEP-3370 Permit: assigned + assumed)."""
         ...
 
+    def placed_members(self, key: GroupKey) -> set[PodKey]:
+        """Keys of the members bound or assumed."""
+        ...
+
 
 class NoGroups:
     """A directory that knows no groups (profiles without gang support, tests)."""
@@ -235,3 +239,6 @@ class NoGroups:
 
     def placed_count(self, key: GroupKey) -> int:
         return 0
+
+    def placed_members(self, key: GroupKey) -> set[PodKey]:
+        return set()

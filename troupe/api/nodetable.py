@@ -85,6 +85,8 @@ class NodeTable:
         # Taint ids of each node in the node's own order (first untolerated wins).
         self.node_taints: list[tuple[int, ...]] = [()] * c
         self.pods: list[dict[PodKey, PodInfo]] = [{} for _ in range(c)]
+        # Where each accounted pod is (preemption finds a group's members by it).
+        self._pod_slots: dict[PodKey, int] = {}
         self.pod_count = 0
         self.ports: list[Counter[HostPort]] = [Counter() for _ in range(c)]
         # Pods with any (anti-)affinity term, by key -> slot (upstream
@@ -174,6 +176,10 @@ class NodeTable:
             mask |= self.node_selector_term_mask(term)
         return mask
 
+    def pod_slot(self, key: PodKey) -> int | None:
+        """The slot of the node the pod with ``key`` is accounted on, if any."""
+        return self._pod_slots.get(key)
+
     def label_id(self, key: str, value: str) -> int | None:
         """The id ``value`` of label ``key`` has in its column, if any node ever had it."""
         return self._label_ids.get(key, {}).get(value)
@@ -222,6 +228,8 @@ class NodeTable:
         pods = list(self.pods[slot].values())
         for key in self.pods[slot]:
             self.affinity_pods.pop(key, None)
+            if self._pod_slots.get(key) == slot:
+                del self._pod_slots[key]
         self.pod_count -= len(pods)
         self.names[slot] = ""
         self.nodes[slot] = None
@@ -323,6 +331,7 @@ class NodeTable:
         if slot is None:
             return False
         self.pods[slot][info.key] = info
+        self._pod_slots[info.key] = slot
         self.pod_count += 1
         self._account(info, slot, 1)
         self._log(1, slot, info.record)
@@ -342,6 +351,8 @@ class NodeTable:
         stored = self.pods[slot].pop(info.key, None)
         if stored is None:
             return False
+        if self._pod_slots.get(info.key) == slot:
+            del self._pod_slots[info.key]
         self.pod_count -= 1
         self._account(stored, slot, -1)
         self._log(-1, slot, stored.record)

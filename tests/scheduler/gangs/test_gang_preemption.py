@@ -66,9 +66,9 @@ async def test_a_high_priority_gang_of_4_on_a_full_cluster_evicts_what_it_needs_
     )
     notes = {e.note for e in h.client.events if e.reason == "Preempted"}
     assert notes == {f"Preempted by pod group default/g on node {n}" for n in NODES}
-    assert sample(metrics, "scheduler_workload_preemption_attempts_total", result="preempted") == 1
-    assert sample(metrics, "scheduler_workload_preemption_victims_count") == 1
-    assert sample(metrics, "scheduler_workload_preemption_victims_sum") == 8
+    assert sample(metrics, "scheduler_podgroup_preemption_attempts_total", result="preempted") == 1
+    assert sample(metrics, "scheduler_podgroup_preemption_victims_count") == 1
+    assert sample(metrics, "scheduler_podgroup_preemption_victims_sum") == 8
     assert (
         sample(
             metrics,
@@ -84,7 +84,7 @@ async def test_a_high_priority_gang_of_4_on_a_full_cluster_evicts_what_it_needs_
     await h.settle()
     await h.scheduler.background.drain(timeout=1)
     assert sorted(h.client.deletions) == victims
-    assert sample(metrics, "scheduler_workload_preemption_attempts_total", result="preempted") == 1
+    assert sample(metrics, "scheduler_podgroup_preemption_attempts_total", result="preempted") == 1
     # The victims are gone: the gang binds whole, each member where it was nominated.
     for pod in pods:
         if pod.key in victims:
@@ -105,12 +105,13 @@ async def test_a_gang_that_cannot_fit_even_with_every_victim_gone_evicts_nothing
     assert h.client.bindings == []
     assert h.client.nominations == {}
     assert h.client.conditions["default/g-0"].message.endswith(
-        "preemption: the gang does not fit even with every lower-priority pod evicted"
+        "preemption: evicting every lower-priority pod would still leave 4 of 4 required "
+        "members without room"
     )
     assert (
-        sample(metrics, "scheduler_workload_preemption_attempts_total", result="unschedulable") == 1
+        sample(metrics, "scheduler_podgroup_preemption_attempts_total", result="unschedulable") == 1
     )
-    assert sample(metrics, "scheduler_workload_preemption_victims_count") == 0
+    assert sample(metrics, "scheduler_podgroup_preemption_victims_count") == 0
     await h.close()
 
 
@@ -136,7 +137,7 @@ async def test_a_gang_that_would_need_equal_priority_pods_evicted_evicts_nothing
     await h.close()
 
 
-async def test_members_of_a_lower_priority_gang_are_never_victims() -> None:
+async def test_members_of_a_lower_priority_gang_are_victims_one_by_one_in_single_mode() -> None:
     old = [
         running(f"old-{n}-{i}", n, priority=0).model_copy(deep=True)
         for n in NODES
@@ -150,7 +151,10 @@ async def test_members_of_a_lower_priority_gang_are_never_victims() -> None:
     h.pods(gang())
     await h.settle()
     await h.scheduler.background.drain(timeout=1)
-    assert h.client.deletions == []
+    # A scheduler-plugins PodGroup has no disruption mode: its members are disrupted
+    # one by one (KEP-5710 ``single``), at the group's priority (its members' here).
+    assert len(h.client.deletions) == 8
+    assert all(key.startswith("default/old-") for key in h.client.deletions)
     await h.close()
 
 
@@ -188,5 +192,5 @@ async def test_a_permit_disruption_plugin_rejecting_the_plan_evicts_nothing() ->
     assert h.client.conditions["default/g-0"].message.endswith(
         "preemption refused: the quota forbids it"
     )
-    assert sample(metrics, "scheduler_workload_preemption_attempts_total", result="rejected") == 1
+    assert sample(metrics, "scheduler_podgroup_preemption_attempts_total", result="rejected") == 1
     await h.close()

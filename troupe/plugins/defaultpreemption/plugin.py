@@ -29,12 +29,19 @@ forbids.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from troupe.api.cycle import CycleState
-from troupe.api.framework import Diagnosis, Handle, PostFilterResult
+from troupe.api.framework import (
+    Diagnosis,
+    DisruptionPlan,
+    GroupEvaluation,
+    GroupPreemptor,
+    Handle,
+    PostFilterResult,
+)
 from troupe.api.gangs import group_ref_of
 from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Pod
@@ -42,6 +49,7 @@ from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
 from troupe.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from troupe.plugins.defaultpreemption.candidates import dry_run, pick_one_node
+from troupe.plugins.defaultpreemption.group import select_group_victims
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NEVER = "not eligible due to preemptionPolicy=Never."
@@ -110,6 +118,12 @@ class DefaultPreemption:
             return PostFilterResult(""), Status.unschedulable("preemption: " + message)
         best = pick_one_node(run.candidates)
         return PostFilterResult(best.node, best.victims), SUCCESS
+
+    def pod_group_post_filter(
+        self, preemptor: GroupPreemptor, evaluate: Callable[[], GroupEvaluation]
+    ) -> tuple[DisruptionPlan | None, Status]:
+        """Victims for a whole gang below its quorum (``group.py``)."""
+        return select_group_victims(self._handle, preemptor, evaluate)
 
     def gang_member(self, pod: PodInfo) -> bool:
         """A member of a gang-policy group, or of a group not known yet."""

@@ -171,9 +171,9 @@ class Preemptions:
         """The gang's last preemption is still sending its evictions."""
         return (GROUP_MARKER + ref.key, "") in self._running
 
-    def workload_attempt(self, result: str) -> None:
+    def workload_attempt(self, result: str, seconds: float = 0.0, reprieved: int = 0) -> None:
         if self._metrics is not None:
-            self._metrics.workload_preemption_attempt(result)
+            self._metrics.workload_preemption_attempt(result, seconds, reprieved)
 
     async def _evict(
         self,

@@ -38,6 +38,8 @@ from troupe.api.framework import (
     DisruptionPlan,
     FilterPlugin,
     FilterResult,
+    GroupEvaluation,
+    GroupPreemptor,
     NamespaceLabels,
     NamespaceLister,
     PermitDisruptionPlugin,
@@ -48,6 +50,7 @@ from troupe.api.framework import (
     PlacementLevels,
     PlacementScoreExtensions,
     PlacementScorePlugin,
+    PodGroupPostFilterPlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -160,6 +163,9 @@ class Framework:
         self.pre_filter: list[tuple[str, PreFilterPlugin]] = at("preFilter", PreFilterPlugin)  # type: ignore[assignment]
         self.filter: list[tuple[str, FilterPlugin]] = at("filter", FilterPlugin)  # type: ignore[assignment]
         self.post_filter: list[tuple[str, PostFilterPlugin]] = at("postFilter", PostFilterPlugin)  # type: ignore[assignment]
+        self.pod_group_post_filter: list[tuple[str, PodGroupPostFilterPlugin]] = at(  # type: ignore[assignment]
+            "podGroupPostFilter", PodGroupPostFilterPlugin
+        )
         self.pre_score: list[tuple[str, PreScorePlugin]] = at("preScore", PreScorePlugin)  # type: ignore[assignment]
         self.score: list[tuple[str, ScorePlugin, int]] = [
             (ref.name, plugins[ref.name], ref.weight)  # type: ignore[misc]
@@ -432,6 +438,20 @@ class Framework:
         return total, status
 
     # --- Reserve to PostBind: the one runner shape (troupe.scheduler.framework.runners)
+
+    def run_pod_group_post_filter(
+        self, preemptor: GroupPreemptor, evaluate: Callable[[], GroupEvaluation]
+    ) -> tuple[DisruptionPlan | None, Status]:
+        """The first PodGroupPostFilter plugin's plan (upstream runs only one)."""
+        for name, plugin in self.pod_group_post_filter:
+            try:
+                plan, status = plugin.pod_group_post_filter(preemptor, evaluate)
+            except Exception as exc:
+                return None, plugin_error(name, "podGroupPostFilter", exc)
+            if status.code is Code.ERROR:
+                return None, plugin_failure(name, "podGroupPostFilter", status)
+            return plan, status.stamped(name)
+        return None, Status.unschedulable("no PodGroupPostFilter plugin is enabled")
 
     # --- placements (KEP-5732) --------------------------------------------------------
 

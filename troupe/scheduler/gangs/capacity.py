@@ -40,6 +40,9 @@ class Capacity:
 
     copies: IntArray
     exact: bool
+    # The only Filters whose verdict moves as pods land are NodeResourcesFit and
+    # NodePorts (whatever the members' specs).
+    modelled: bool
     # What one member requests (exact: every member's requests), by resource.
     request: dict[str, int]
 
@@ -64,7 +67,8 @@ def capacity_of(fwk: Framework, algorithm: PodAlgorithm, members: list[PodInfo])
     the members are identical and only modelled filters can change their verdict."""
     table = algorithm.cache.table
     with_labels = bool(table.affinity_pods)
-    exact = sum(1 for _ in runs(members, with_labels)) == 1
+    same = sum(1 for _ in runs(members, with_labels)) == 1
+    modelled = True
     first = members[0]
     feasible = table.present
     state = algorithm.new_cycle_state()
@@ -79,15 +83,15 @@ def capacity_of(fwk: Framework, algorithm: PodAlgorithm, members: list[PodInfo])
         if outcome.status.is_success:
             feasible = outcome.feasible
         else:
-            exact = False
+            modelled = False
         for name, plugin in fwk.filter:
             if name in state.skip_filter_plugins or getattr(plugin, "node_only", False):
                 continue
             if name not in _MODELLED or not getattr(plugin, "node_local", False):
-                exact = False
+                modelled = False
     else:
         # Every domain gets the same verdict: the bound stays the resources'.
-        exact = False
+        modelled = False
     fit = fwk.plugins.get("NodeResourcesFit")
     request: dict[str, int] = {}
     for resource in {r for m in members for r in m.requests}:
@@ -106,4 +110,4 @@ def capacity_of(fwk: Framework, algorithm: PodAlgorithm, members: list[PodInfo])
     if first.host_ports:
         np.minimum(copies, 1, out=copies)
     copies[~(feasible & table.present)] = 0
-    return Capacity(copies, exact, request)
+    return Capacity(copies, same and modelled, modelled, request)

@@ -73,6 +73,7 @@ class GroupCycle:
         queue: SchedulingQueue,
         cache: Cache,
         placer: GangPlacer,
+        topology: TopologyPlacer,
         preemption: GangPreemption,
         admission: GangAdmission,
         waiting: WaitingPods,
@@ -88,7 +89,7 @@ class GroupCycle:
         self.queue = queue
         self.cache = cache
         self.placer = placer
-        self.topology = TopologyPlacer(placer, groups)
+        self.topology = topology
         self.preemption = preemption
         self.admission = admission
         self.waiting = waiting
@@ -167,14 +168,10 @@ class GroupCycle:
             # Below quorum, or (late members of a gang that has its quorum) none fit.
             self.placer.revert(fwk, placed)
             preemption = None
-            if (
-                tree is None
-                and not attempt.levels
-                and not any(st.code is Code.ERROR for _, st, _ in failures)
-            ):
-                # KEP-5710: make room for the whole gang, or evict nothing. (A composite
-                # would preempt at its root only, and a topology gang would need the
-                # room inside one domain: neither is done yet, as upstream 1.37.)
+            if tree is None and not any(st.code is Code.ERROR for _, st, _ in failures):
+                # KEP-5710: make room for the whole gang, or evict nothing; a topology
+                # gang's room inside one domain. (A composite would preempt at its
+                # root only: not done yet.)
                 preemption = self.preemption.attempt(fwk, entity, policy, members, already)
             self._reject(
                 fwk,

@@ -1,43 +1,39 @@
-"""Delayed, workload-aware preemption for gangs (KEP-5710), the first version.
+"""Delayed, workload-aware preemption for gangs (KEP-5710).
 
 The group cycle (``troupe.scheduler.gangs.group_cycle``) calls
-``GangPreemption.attempt`` when a gang misses its quorum, after
-it has reverted that attempt's placements. In the same snapshot (the cycle does not
-yield), on the live NodeTable:
+``GangPreemption.attempt`` when a gang misses its quorum, after it has reverted that
+attempt's placements. In the same snapshot (the cycle does not yield):
 
-1. **Candidates**: every bound pod of lower priority than the gang that is not a
-   member of a gang-policy group (whole victim gangs are not chosen yet: such pods
-   are never victims in this version).
-2. **Dry run**: every candidate is taken off the table and the gang is placed with
-   the ordinary member placement (``GangPlacer.place_quorum``), then reverted. Quorum missed:
-   the gang does not fit even so, and nothing is evicted.
-3. **Reprieve**: the candidates on nodes the gang did not use go back at once (if
-   the gang still fits); then the others one at a time, those whose eviction would
-   break a PodDisruptionBudget first, then most important first, each one kept if the
-   gang still reaches its quorum beside it. What could not go back are the victims.
-   Every candidate is back on the table before ``attempt`` returns.
-4. **Commit**: only that plan, ``DisruptionPlan(victims, nominated={member: node})``,
-   goes to the PermitDisruption plugins; on SUCCESS ``Preemptions.actuate_group``
-   nominates the members and evicts every victim.
+1. **Eligibility**: a gang with ``preemptionPolicy: Never`` (its own, or any member's)
+   does not preempt; neither does one whose last preemption's victims are still there
+   (``waiting``): it waits for them instead of evicting more.
+2. **PodGroupPostFilter** (DefaultPreemption, ``troupe.plugins.defaultpreemption.group``):
+   the victims over the whole cluster, found with the group (and topology placement)
+   algorithm through ``place``, and where every member would go.
+3. **PermitDisruption**: the plan goes ahead only if every PermitDisruption plugin
+   allows it; only then ``Preemptions.actuate_group`` nominates the members and
+   evicts every victim, and victim groups evicted whole get ``DisruptionTarget``.
+   The gang binds in a later cycle, once the victims are gone; nothing binds in this
+   one.
 
-While a gang's preemption is in flight or its victims are still in the cache, the
-gang does not preempt again (``waiting``). See docs/preemption.md, "Gangs".
+See docs/preemption.md, "Gangs".
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
 from troupe.api.cycle import CycleState
-from troupe.api.framework import DisruptionPlan
-from troupe.api.gangs import GangPolicy, GroupKey, group_ref_of
+from troupe.api.framework import DisruptionPlan, GroupEvaluation, GroupPreemptor
+from troupe.api.gangs import GangPolicy, GroupKey
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
-from troupe.plugins.defaultpreemption.victims import importance, split_by_pdb_violation
+from troupe.api.status import Code
+from troupe.plugins.defaultpreemption.group import NO_CANDIDATES
+from troupe.plugins.defaultpreemption.plugin import NEVER
 from troupe.queue.entity import QueuedGroupInfo
 from troupe.scheduler.cache import Cache
 from troupe.scheduler.cycle.evictions import Preemptions
@@ -45,12 +41,10 @@ from troupe.scheduler.cycle.failure import failure_message
 from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.gangs.directory import GangDirectory
 
-Result = Literal["preempted", "unschedulable", "rejected", "waiting"]
+Result = Literal["preempted", "unschedulable", "rejected", "waiting", "never", "error"]
 
-# (member key -> node) of a placement reaching quorum, or None.
-PlaceFn = Callable[
-    [Framework, QueuedGroupInfo, GangPolicy, list[PodInfo], int], dict[str, str] | None
-]
+# (member key -> node) of a placement reaching quorum, or None; and members placed.
+PlaceFn = Callable[[Framework, QueuedGroupInfo, GangPolicy, list[PodInfo], int], GroupEvaluation]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +65,8 @@ class GangPreemption:
         pdbs: Mapping[str, PodDisruptionBudget],
         new_cycle_state: Callable[[], CycleState],
         place: PlaceFn,
+        in_place: Callable[[Framework, list[PodInfo]], bool] | None = None,
+        disrupted: Callable[[GroupKey], None] | None = None,
     ) -> None:
         self._preemptions = preemptions
         self._cache = cache
@@ -78,6 +74,9 @@ class GangPreemption:
         self._pdbs = pdbs
         self._new_cycle_state = new_cycle_state
         self._place = place
+        self._in_place = in_place
+        # Told of each victim group evicted as a whole (its DisruptionTarget condition).
+        self._disrupted = disrupted
         # The victims (key, uid) of each gang's last preemption, until they are gone.
         self._victims: dict[GroupKey, list[tuple[str, str]]] = {}
 
@@ -109,114 +108,62 @@ class GangPreemption:
         already: int,
     ) -> PreemptionOutcome | None:
         """Preempt for a gang below quorum if that makes the whole gang fit; None when
-        it may not or has nothing it could evict."""
-        if not policy.gang or already >= policy.min_count:
+        it has nothing it could evict (or fits without evicting)."""
+        if not policy.gang or already >= policy.min_count or not fwk.pod_group_post_filter:
             return None
-        if any(m.pod.spec.preemption_policy == "Never" for m in members):
-            return None
+        if policy.preemption_policy == "Never" or any(
+            m.pod.spec.preemption_policy == "Never" for m in members
+        ):
+            return PreemptionOutcome("never", f"preemption: {NEVER}")
         left = self.waiting(entity)
         if left:
             return PreemptionOutcome(
                 "waiting", f"preemption: waiting for {left} preempted pod(s) to terminate"
             )
-        candidates = self._candidates(entity.priority)
-        if not candidates:
-            return None
-        plan = self._dry_run(fwk, entity, policy, members, already, candidates)
-        if plan is not None and not plan.victims:
-            # It fits beside every candidate: eviction is not what it lacks.
-            return None
-        if plan is None:
-            self._preemptions.workload_attempt("unschedulable")
-            return PreemptionOutcome(
-                "unschedulable",
-                "preemption: the gang does not fit even with every lower-priority pod evicted",
-            )
-        # Run "permitDisruption" plugins: the whole gang fits with the plan.
-        status = fwk.run_permit_disruption(self._new_cycle_state(), plan)
-        if not status.is_success:
-            self._preemptions.workload_attempt("rejected")
-            return PreemptionOutcome(
-                "rejected", f"preemption refused: {failure_message(status, None)}"
-            )
-        self._preemptions.workload_attempt("preempted")
-        self._victims[entity.ref.key] = [(v.key, v.pod.metadata.uid) for v in plan.victims]
-        self._preemptions.actuate_group(fwk.name, entity.ref, entity.priority, entity.members, plan)
-        return PreemptionOutcome(
-            "preempted",
-            f"preemption: {len(plan.victims)} lower-priority pod(s) are being evicted "
-            "to make room for the gang",
-            plan,
+        start = time.perf_counter()
+        preemptor = GroupPreemptor(
+            entity.ref.key,
+            entity.priority,
+            policy.min_count,
+            {m.key: m for m in members},
+            already,
+            in_place=self._in_place(fwk, members) if self._in_place is not None else False,
         )
 
-    def _candidates(self, priority: int) -> list[tuple[PodInfo, str]]:
-        """(pod, node) of every bound pod of lower priority that is no gang member."""
-        table = self._cache.table
-        out: list[tuple[PodInfo, str]] = []
-        for slot in np.flatnonzero(table.present):
-            node = table.names[int(slot)]
-            for info in table.pods[int(slot)].values():
-                # Assumed but not bound: its binding is in flight; not a victim.
-                if info.priority >= priority or not info.pod.spec.node_name:
-                    continue
-                ref = group_ref_of(info.pod)
-                if ref is not None:
-                    victim_policy = self._groups.policy(ref)
-                    if victim_policy is None or victim_policy.gang:
-                        continue
-                out.append((info, node))
-        return out
-
-    def _dry_run(
-        self,
-        fwk: Framework,
-        entity: QueuedGroupInfo,
-        policy: GangPolicy,
-        members: list[PodInfo],
-        already: int,
-        candidates: list[tuple[PodInfo, str]],
-    ) -> DisruptionPlan | None:
-        table = self._cache.table
-
-        def fits() -> dict[str, str] | None:
+        def evaluate() -> GroupEvaluation:
             return self._place(fwk, entity, policy, members, already)
 
-        off: dict[str, tuple[PodInfo, str]] = {}
-        try:
-            for info, node in candidates:
-                if table.remove_pod(info, node):
-                    off[info.key] = (info, node)
-            nominated = fits()
-            if nominated is None:
+        # Run "podGroupPostFilter" plugins (DefaultPreemption).
+        plan, status = fwk.run_pod_group_post_filter(preemptor, evaluate)
+        seconds = time.perf_counter() - start
+        if status.code is Code.ERROR:
+            self._preemptions.workload_attempt("error", seconds)
+            return PreemptionOutcome("error", f"preemption failed: {status.message}")
+        if plan is None:
+            if status.message == NO_CANDIDATES:
                 return None
-            # Nodes the gang does not use keep their pods, if the gang still fits.
-            used = set(nominated.values())
-            idle = [(info, node) for info, node in off.values() if node not in used]
-            for info, node in idle:
-                table.add_pod(info, node)
-                del off[info.key]
-            if idle:
-                again = fits()
-                if again is None:
-                    for info, node in idle:
-                        table.remove_pod(info, node)
-                        off[info.key] = (info, node)
-                else:
-                    nominated = again
-            # Reprieve the rest one at a time, budget-breaking and important ones first.
-            ordered = sorted((info for info, _ in off.values()), key=importance)
-            violating, others = split_by_pdb_violation(ordered, list(self._pdbs.values()))
-            for info in [*violating, *others]:
-                _, node = off.pop(info.key)
-                table.add_pod(info, node)
-                again = fits()
-                if again is None:
-                    table.remove_pod(info, node)
-                    off[info.key] = (info, node)
-                else:
-                    nominated = again
-            victims = tuple(sorted((info for info, _ in off.values()), key=importance))
-            return DisruptionPlan(victims, nominated)
-        finally:
-            for info, node in off.values():
-                table.add_pod(info, node)
+            self._preemptions.workload_attempt("unschedulable", seconds)
+            return PreemptionOutcome("unschedulable", f"preemption: {status.message}")
+        if not plan.victims:
+            # It fits beside every candidate: eviction is not what it lacks.
+            return None
+        # Run "permitDisruption" plugins: the whole gang fits with the plan.
+        permit = fwk.run_permit_disruption(self._new_cycle_state(), plan)
+        if not permit.is_success:
+            self._preemptions.workload_attempt("rejected", seconds)
+            return PreemptionOutcome(
+                "rejected", f"preemption refused: {failure_message(permit, None)}"
+            )
+        self._preemptions.workload_attempt("preempted", seconds, plan.reprieved)
+        self._victims[entity.ref.key] = [(v.key, v.pod.metadata.uid) for v in plan.victims]
+        self._preemptions.actuate_group(fwk.name, entity.ref, entity.priority, entity.members, plan)
+        if self._disrupted is not None:
+            for key in plan.whole_groups:
+                self._disrupted(GroupKey(key))
+        groups = f" (whole groups: {len(plan.whole_groups)})" if plan.whole_groups else ""
+        return PreemptionOutcome(
+            "preempted",
+            f"preemption: {len(plan.victims)} lower-priority pod(s){groups} are being "
+            "evicted to make room for the gang",
+            plan,
+        )

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from troupe.api.framework import Placement, PlacementAssignment
+from troupe.api.framework import GroupEvaluation, Placement, PlacementAssignment
 from troupe.api.gangs import GangPolicy, GroupRef
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.api.topology import TopologyLevels, short_name
+from troupe.queue.entity import QueuedGroupInfo
 from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.gangs.capacity import Capacity, capacity_of
 from troupe.scheduler.gangs.composite_topology import CompositePlacer, has_topology
@@ -114,6 +115,30 @@ class TopologyPlacer:
             return attempt.run()
         finally:
             self.algorithm.within = None
+
+    def place_quorum(
+        self,
+        fwk: Framework,
+        entity: QueuedGroupInfo,
+        policy: GangPolicy,
+        members: list[PodInfo],
+        already: int,
+    ) -> GroupEvaluation:
+        """Where the members would go as the table stands, if that reaches the quorum
+        (with the group's topology), and how many were placed; nothing stays placed
+        (the preemption dry run)."""
+        attempt = self.place(fwk, entity.ref, policy, members, already)
+        try:
+            count = len(attempt.placed)
+            if attempt.shortfall or already + count < policy.min_count:
+                return None, count
+            return {p.info.key: p.result.node for p in attempt.placed}, count
+        finally:
+            self.gang.revert(fwk, attempt.placed)
+
+    def in_place(self, fwk: Framework, members: list[PodInfo]) -> bool:
+        """Whether only resources and host ports can change the members' verdicts."""
+        return capacity_of(fwk, self.algorithm, members).modelled
 
 
 class _Attempt:

@@ -54,6 +54,7 @@ from troupe.scheduler.gangs.preemption import GangPreemption
 from troupe.scheduler.gangs.recovery import GangRecovery
 from troupe.scheduler.gangs.report import GangReporter
 from troupe.scheduler.gangs.timeouts import GangTimeouts
+from troupe.scheduler.gangs.topology import TopologyPlacer
 from troupe.scheduler.observe.metrics import SchedulerMetrics
 from troupe.scheduler.observe.stats import AttemptStats
 
@@ -179,6 +180,7 @@ class Scheduler:
         # The group cycle.
         report = GangReporter(self.writer, self.groups, clock)
         placer = GangPlacer(self.algorithm, self.groups)
+        topology = TopologyPlacer(placer, self.groups)
         self.gang_recovery = GangRecovery(
             clock=clock,
             queue=self.queue,
@@ -201,13 +203,15 @@ class Scheduler:
             queue=self.queue,
             cache=self.cache,
             placer=placer,
+            topology=topology,
             preemption=GangPreemption(
                 preemptions=self.preemptions,
                 cache=self.cache,
                 groups=self.groups,
                 pdbs=self.pdbs,
                 new_cycle_state=self.algorithm.new_cycle_state,
-                place=placer.place_quorum,
+                place=topology.place_quorum,
+                in_place=topology.in_place,
             ),
             admission=GangAdmission(
                 binding=self.binding, queue=self.queue, groups=self.groups, report=report

@@ -313,18 +313,30 @@ class SchedulerMetrics:
             registry=r,
         )
         self.workload_preemption_attempts = CounterFamily(
-            "scheduler_workload_preemption_attempts_total",
+            "scheduler_podgroup_preemption_attempts_total",
             "Number of preemption attempts for pod groups (KEP-5710), by the result: "
             "'preempted' means victims were evicted, 'unschedulable' that the gang would "
             "not fit even with every candidate victim gone, 'rejected' that a "
-            "PermitDisruption plugin refused the plan.",
+            "PermitDisruption plugin refused the plan, 'error' that the search failed.",
             ["result"],
             registry=r,
         )
+        self.workload_preemption_duration = HistogramFamily(
+            "scheduler_podgroup_preemption_attempt_duration_seconds",
+            "Duration of each pod group's victim search (PodGroupPostFilter) in seconds",
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
         self.workload_preemption_victims_count = HistogramFamily(
-            "scheduler_workload_preemption_victims",
+            "scheduler_podgroup_preemption_victims",
             "Number of victims of each preemption carried out for a pod group",
             buckets=PREEMPTION_VICTIMS_BUCKETS,
+            registry=r,
+        )
+        self.workload_preemption_reprieved = CounterFamily(
+            "scheduler_podgroup_preemption_reprieved_total",
+            "Candidate victim units (pods, or groups evicted as a whole) spared by the "
+            "reprieve of pod group preemptions carried out",
             registry=r,
         )
         self.rest_requests = CounterFamily(
@@ -377,6 +389,8 @@ class SchedulerMetrics:
         self._preemption_attempts = self.preemption_attempts.labels()
         self._preemption_victims = self.preemption_victims_count.labels()
         self._workload_preemption_victims = self.workload_preemption_victims_count.labels()
+        self._workload_preemption_duration = self.workload_preemption_duration.labels()
+        self._workload_preemption_reprieved = self.workload_preemption_reprieved.labels()
 
     @classmethod
     def for_process(cls) -> SchedulerMetrics:
@@ -449,9 +463,15 @@ class SchedulerMetrics:
         """A preemption was carried out with this many victims."""
         self._preemption_victims.observe(victims)
 
-    def workload_preemption_attempt(self, result: str) -> None:
-        """A gang below quorum looked for victims (KEP-5710), with this result."""
+    def workload_preemption_attempt(
+        self, result: str, seconds: float = 0.0, reprieved: int = 0
+    ) -> None:
+        """A gang below quorum looked for victims (KEP-5710) for ``seconds``, with this
+        result, sparing ``reprieved`` candidates."""
         self.workload_preemption_attempts.labels(result).inc()
+        self._workload_preemption_duration.observe(seconds)
+        if reprieved:
+            self._workload_preemption_reprieved.inc(reprieved)
 
     def workload_preemption_victims(self, victims: int) -> None:
         """A gang's preemption was carried out with this many victims."""
