@@ -27,7 +27,7 @@ from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.cycle import CycleState
 from troupe.api.events import ClusterEventWithHint
-from troupe.api.gangs import GangApi, GroupDirectory, GroupKey
+from troupe.api.gangs import GangApi, GroupDirectory, GroupKey, GroupRef
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Namespace, Pod
 from troupe.api.pdb import PodDisruptionBudget
@@ -318,7 +318,7 @@ class DisruptionPlan:
     nominated: dict[str, str]  # pod key -> node name
     # Candidates put back (spared) by the reprieve; groups evicted as a whole.
     reprieved: int = 0
-    whole_groups: tuple[str, ...] = ()
+    whole_groups: tuple[GroupRef, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

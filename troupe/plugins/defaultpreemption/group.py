@@ -68,7 +68,7 @@ def select_group_victims(
         else:
             victims, nominated = search.reprieve(ordered, evaluate, nominated)
         pods = tuple(info for unit in sorted(victims, key=importance) for info, _ in unit.pods)
-        whole = tuple(u.key for u in victims if len(u.pods) > 1 or u.key != u.pods[0][0].key)
+        whole = tuple(u.whole for u in victims if u.whole is not None)
         plan = DisruptionPlan(pods, dict(nominated), len(candidates) - len(victims), whole)
         return plan, Status()
     finally:

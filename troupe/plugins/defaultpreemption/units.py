@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from troupe.api.gangs import GroupDirectory, GroupKey, group_ref_of
+from troupe.api.gangs import GroupDirectory, GroupKey, GroupRef, group_ref_of
 from troupe.api.nodetable import NodeTable
 from troupe.api.objects import PodKey
 from troupe.api.pdb import PodDisruptionBudget
@@ -44,6 +44,8 @@ class VictimUnit:
     # How many members the group has bound (1 for a single pod).
     size: int = 1
     start: float = math.inf
+    # The group of a unit evicted whole (disruption mode ``all``).
+    whole: GroupRef | None = None
 
     @property
     def nodes(self) -> frozenset[str]:
@@ -69,7 +71,7 @@ def victim_units(
     nodes. ``exclude``: the preemptor's own group."""
     scan = np.flatnonzero(table.present) if slots is None else slots
     singles: list[VictimUnit] = []
-    wholes: dict[GroupKey, int] = {}
+    wholes: dict[GroupKey, tuple[GroupRef, int]] = {}
     for slot in scan:
         node = table.names[int(slot)]
         for info in table.pods[int(slot)].values():
@@ -92,24 +94,24 @@ def victim_units(
                 continue
             assert ref is not None
             if policy.disrupt_all:
-                wholes[ref.key] = priority
+                wholes[ref.key] = (ref, priority)
                 continue
             size = groups.placed_count(ref.key)
             singles.append(
                 VictimUnit(info.key, ((info, node),), priority, True, size, _start(info))
             )
-    return singles + [_whole(table, groups, key, prio) for key, prio in sorted(wholes.items())]
+    return singles + [_whole(table, groups, ref, prio) for _, (ref, prio) in sorted(wholes.items())]
 
 
-def _whole(table: NodeTable, groups: GroupDirectory, key: GroupKey, priority: int) -> VictimUnit:
+def _whole(table: NodeTable, groups: GroupDirectory, ref: GroupRef, priority: int) -> VictimUnit:
     pods: list[tuple[PodInfo, str]] = []
-    for member in sorted(groups.placed_members(key)):
+    for member in sorted(groups.placed_members(ref.key)):
         for slot in _slots_of(table, member):
             info = table.pods[slot].get(member)
             if info is not None and info.pod.spec.node_name:
                 pods.append((info, table.names[slot]))
     start = min((_start(info) for info, _ in pods), default=math.inf)
-    return VictimUnit(str(key), tuple(pods), priority, True, len(pods), start)
+    return VictimUnit(str(ref.key), tuple(pods), priority, True, len(pods), start, ref)
 
 
 def _slots_of(table: NodeTable, key: str) -> list[int]:

@@ -28,7 +28,7 @@ from typing import Literal
 
 from troupe.api.cycle import CycleState
 from troupe.api.framework import DisruptionPlan, GroupEvaluation, GroupPreemptor
-from troupe.api.gangs import GangPolicy, GroupKey
+from troupe.api.gangs import GangPolicy, GroupKey, GroupRef
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code
@@ -66,7 +66,7 @@ class GangPreemption:
         new_cycle_state: Callable[[], CycleState],
         place: PlaceFn,
         in_place: Callable[[Framework, list[PodInfo]], bool] | None = None,
-        disrupted: Callable[[GroupKey], None] | None = None,
+        disrupted: Callable[[GroupRef, str], None] | None = None,
     ) -> None:
         self._preemptions = preemptions
         self._cache = cache
@@ -158,8 +158,8 @@ class GangPreemption:
         self._victims[entity.ref.key] = [(v.key, v.pod.metadata.uid) for v in plan.victims]
         self._preemptions.actuate_group(fwk.name, entity.ref, entity.priority, entity.members, plan)
         if self._disrupted is not None:
-            for key in plan.whole_groups:
-                self._disrupted(GroupKey(key))
+            for victim in plan.whole_groups:
+                self._disrupted(victim, f"Preempted by pod group {entity.ref.display}")
         groups = f" (whole groups: {len(plan.whole_groups)})" if plan.whole_groups else ""
         return PreemptionOutcome(
             "preempted",

@@ -24,10 +24,18 @@ from typing import Final
 
 from troupe.api.client import Event, ObjectRef
 from troupe.api.clock import Clock
-from troupe.api.gangapi import NATIVE_POD_GROUPS, ScheduledOutcome, scheduled_condition_type
+from troupe.api.gangapi import (
+    DISRUPTION_TARGET,
+    NATIVE_POD_GROUPS,
+    Condition,
+    ScheduledOutcome,
+    scheduled_condition_type,
+)
 from troupe.api.gangs import GangApi, GroupRef
 from troupe.api.objects import Pod, PodCondition
 from troupe.api.podinfo import PodInfo
+from troupe.kube.client import rfc3339
+from troupe.plugins.defaultpreemption import PREEMPTION_BY_SCHEDULER
 from troupe.scheduler.cycle.writer import BackgroundWriter
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.status import (
@@ -134,6 +142,36 @@ class GangReporter:
         # outcome must see this one (a True condition is never turned False).
         status = obj.status.model_copy(update={"conditions": conditions})
         self._groups.upsert(ref.api, obj.model_copy(update={"status": status}))
+
+    def disruption_target(self, ref: GroupRef, message: str) -> None:
+        """``DisruptionTarget=True`` (reason ``PreemptionByScheduler``) on a v1alpha2 or
+        v1beta1 PodGroup whose members are being evicted as a whole (KEP-5710)."""
+        if ref.api is not GangApi.POD_GROUP or ref.composite:
+            return
+        obj = self._groups.get(ref.api, ref.namespace, ref.name)
+        if not isinstance(obj, NATIVE_POD_GROUPS):
+            return
+        now = rfc3339(self._clock.wall())
+        previous = list(obj.status.conditions)
+        condition = Condition(
+            type=DISRUPTION_TARGET,
+            status="True",
+            reason=PREEMPTION_BY_SCHEDULER,
+            message=message[:_CONDITION_MESSAGE_LIMIT],
+            last_transition_time=now,
+        )
+        conditions = [c for c in previous if c.type != DISRUPTION_TARGET] + [condition]
+        self._writer.merge_patch(
+            status_path(ref.api, ref.namespace, ref.name, obj.api_version),
+            conditions_patch(conditions),
+        )
+        status = obj.status.model_copy(update={"conditions": conditions})
+        self._groups.upsert(ref.api, obj.model_copy(update={"status": status}))
+        self._writer.event(
+            Event(
+                group_object_ref(ref, obj.api_version), "Normal", "Preempted", "Preempting", message
+            )
+        )
 
     def _leaf_conditions(self, ref: GroupRef, outcome: ScheduledOutcome, message: str) -> None:
         tree = self._groups.tree_of(ref.key)

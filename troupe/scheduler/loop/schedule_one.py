@@ -212,6 +212,7 @@ class Scheduler:
                 new_cycle_state=self.algorithm.new_cycle_state,
                 place=topology.place_quorum,
                 in_place=topology.in_place,
+                disrupted=report.disruption_target,
             ),
             admission=GangAdmission(
                 binding=self.binding, queue=self.queue, groups=self.groups, report=report
