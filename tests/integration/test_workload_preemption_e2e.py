@@ -189,3 +189,30 @@ async def test_a_gang_too_big_even_with_every_victim_gone_evicts_nothing(
         what=lambda: f"the reason, got {pod_message(cluster, 'huge-0')!r}",
     )
     assert gone.pods == {}
+
+
+async def test_a_single_pod_never_evicts_part_of_an_all_group(
+    cluster: SimCluster, daemon: SchedulerDaemon, tmp_path: Path
+) -> None:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    priority_classes(cluster)
+    # One 2-cpu member of an `all` group and two 1-cpu singles on each node.
+    await apply(
+        kubeconfig,
+        group("batch", 3, "low", disruptionMode={"all": {}}),
+        *members("batch", 3, "2", "low"),
+    )
+    await eventually(lambda: running(cluster, "batch-", 3), timeout=30, what="batch running")
+    await apply(
+        kubeconfig, *(pod(f"single-{i}", cpu="1", priorityClassName="low") for i in range(6))
+    )
+    await eventually(lambda: running(cluster, "single-", 6), timeout=30, what="cluster full")
+    gone = Deletions(cluster)
+    bindings = Bindings(cluster)
+    # A 4-cpu pod needs a whole node: its group member goes only with the whole group.
+    await apply(kubeconfig, pod("big", cpu="4", priorityClassName="high"))
+    await eventually(lambda: "default/big" in bindings.node, timeout=30, what="big bound")
+    batch = sorted(name for name in gone.pods if name.startswith("batch-"))
+    assert batch == ["batch-0", "batch-1", "batch-2"]
+    singles = [v for name, v in gone.pods.items() if name.startswith("single-")]
+    assert {v["spec"]["nodeName"] for v in singles} == {bindings.node["default/big"]}

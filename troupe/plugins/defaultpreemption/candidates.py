@@ -19,11 +19,8 @@ from troupe.api.framework import Handle
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Status
-from troupe.plugins.defaultpreemption.victims import (
-    NodeVictims,
-    select_victims_on_node,
-    start_time,
-)
+from troupe.plugins.defaultpreemption.units import start_time
+from troupe.plugins.defaultpreemption.victims import NodeVictims, select_victims_on_node
 
 # Upstream adds MaxInt32 + 1 to every priority so that a sum over negative
 # priorities still favours fewer victims.

@@ -21,15 +21,29 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
 from troupe.api.gangs import GroupDirectory, GroupKey, GroupRef, group_ref_of
 from troupe.api.nodetable import NodeTable
-from troupe.api.objects import PodKey
+from troupe.api.objects import Pod, PodKey
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
-from troupe.plugins.defaultpreemption.victims import start_time
+
+_NOT_STARTED = math.inf
+
+
+def start_time(pod: Pod) -> float:
+    """``status.startTime`` as seconds; a pod not started yet counts as starting now,
+    later than every started one (upstream ``GetPodStartTime``)."""
+    raw = pod.status.start_time
+    if not raw:
+        return _NOT_STARTED
+    try:
+        return datetime.fromisoformat(raw).timestamp()
+    except ValueError:
+        return _NOT_STARTED
 
 
 @dataclass(frozen=True, slots=True)

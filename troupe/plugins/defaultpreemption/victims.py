@@ -14,32 +14,24 @@ the rest of the cycle (and every other reader) sees the table as it was.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from troupe.api.framework import Handle
-from troupe.api.objects import Pod
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Status
+from troupe.plugins.defaultpreemption.units import (
+    VictimUnit,
+    split_units_by_pdb_violation,
+    start_time,
+    victim_units,
+)
+from troupe.plugins.defaultpreemption.units import (
+    importance as unit_importance,
+)
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
-
-_NOT_STARTED = math.inf
-
-
-def start_time(pod: Pod) -> float:
-    """``status.startTime`` as seconds; a pod not started yet counts as starting now,
-    later than every started one (upstream ``GetPodStartTime``)."""
-    raw = pod.status.start_time
-    if not raw:
-        return _NOT_STARTED
-    try:
-        return datetime.fromisoformat(raw).timestamp()
-    except ValueError:
-        return _NOT_STARTED
 
 
 def importance(info: PodInfo) -> tuple[int, float]:
@@ -86,42 +78,51 @@ def select_victims_on_node(
     pdbs: Sequence[PodDisruptionBudget],
 ) -> NodeVictims | Status:
     """The fewest, least important pods to evict from node ``slot`` so ``pod`` fits
-    there; a Status saying why not when no eviction on this node helps."""
+    there; a Status saying why not when no eviction on this node helps.
+
+    Candidates are victim units (``units.py``): a member of a group with disruption
+    mode ``all`` takes its whole group with it, members on other nodes included, or
+    stays; a gang member counts at its group's priority."""
     table = handle.table
-    node = table.names[slot]
-    potential = [p for p in table.pods[slot].values() if p.priority < pod.priority]
-    if not potential:
+    units = victim_units(table, handle.groups, pod.priority, slots=[slot])
+    if not units:
         return Status.unresolvable(NO_VICTIMS)
-    off: dict[str, PodInfo] = {}
+    off: dict[str, VictimUnit] = {}
+
+    def take(unit: VictimUnit) -> None:
+        for info, node in unit.pods:
+            table.remove_pod(info, node)
+        off[unit.key] = unit
+
+    def back(unit: VictimUnit) -> None:
+        for info, node in unit.pods:
+            table.add_pod(info, node)
+        del off[unit.key]
+
     try:
-        for p in potential:
-            table.remove_pod(p, node)
-            off[p.key] = p
+        for unit in units:
+            take(unit)
         # If the pod does not fit even with every lower-priority pod gone, this node
         # cannot help (upstream does not consider affinity to the victims either).
         status = handle.run_filter_plugins_with_nominated_pods(pod, slot)
         if not status.is_success:
             return status
-        potential.sort(key=importance)
-        violating, others = split_by_pdb_violation(potential, pdbs)
-        victims: list[PodInfo] = []
+        violating, others = split_units_by_pdb_violation(sorted(units, key=unit_importance), pdbs)
+        chosen: list[VictimUnit] = []
 
-        def reprieve(p: PodInfo) -> bool:
-            table.add_pod(p, node)
-            del off[p.key]
+        def reprieve(unit: VictimUnit) -> bool:
+            back(unit)
             if handle.run_filter_plugins_with_nominated_pods(pod, slot).is_success:
                 return True
-            table.remove_pod(p, node)
-            off[p.key] = p
-            victims.append(p)
+            take(unit)
+            chosen.append(unit)
             return False
 
-        violations = sum(1 for p in violating if not reprieve(p))
-        for p in others:
-            reprieve(p)
-        if violating and others:
-            victims.sort(key=importance)
-        return NodeVictims(tuple(victims), violations)
+        violations = sum(len(u.pods) for u in violating if not reprieve(u))
+        for unit in others:
+            reprieve(unit)
+        victims = tuple(info for u in sorted(chosen, key=unit_importance) for info, _ in u.pods)
+        return NodeVictims(victims, violations)
     finally:
-        for p in off.values():
-            table.add_pod(p, node)
+        for unit in list(off.values()):
+            back(unit)
