@@ -144,10 +144,13 @@ class _Search:
         for info, node in assumed:
             table.add_pod(info, node)
         victims: list[VictimUnit] = []
+        used = set(nominated.values())
         try:
             for unit in ordered:
                 self.put_back(unit)
-                if not all(_room(table, node, self.before) for node in unit.nodes):
+                # A node the gang does not use is as it was: the unit fits back there.
+                touched = [node for node in unit.nodes if node in used]
+                if not all(_room(table, node, self.before) for node in touched):
                     self.take_off([unit])
                     victims.append(unit)
         finally:
