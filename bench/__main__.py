@@ -2,6 +2,7 @@
 ``python -m bench e2e ...``, ``python -m bench gang [--shapes all|GxS,...]``,
 ``python -m bench churn --rounds 5 --pods 6000``, ``python -m bench chaos [--quick] [--seed N]``,
 ``python -m bench soak --minutes 30``,
+``python -m bench preemption [--shapes 1x1000,100x8,1x64@rack] [--minimum]``,
 ``python -m bench scale --nodes 5000 --existing-pods 1000 --pods 50000``."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench import basic, chaos, churn, e2e, gang, scale, soak, transport
+from bench import basic, chaos, churn, e2e, gang, preemption, scale, soak, transport
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     chaos.add_arguments(sub.add_parser("chaos", help="two replicas under faults; invariants"))
     soak.add_arguments(sub.add_parser("soak", help="memory and loop lag under steady churn"))
     scale.add_arguments(sub.add_parser("scale", help="the daemon's memory with many pods"))
+    preemption.add_arguments(
+        sub.add_parser("preemption", help="gang preemption on a full cluster; vs brute force")
+    )
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
@@ -40,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         return soak.run(args)
     if args.name == "scale":
         return scale.run(args)
+    if args.name == "preemption":
+        return preemption.run(args)
     return 2
 
 

@@ -28,6 +28,20 @@ Nodes carry ``topology.kubernetes.io/zone`` round-robin over ``--zones`` (defaul
 ``(i // Z) % R``, value ``zone-<z>-r<n>``): 5000 nodes, 5 zones and 20 racks make 100
 racks of 50 nodes.
 
+Preemption (``bench.preemption``): ``--priority-classes low=100,high=1000`` creates
+those PriorityClasses; ``--existing-cpu`` and ``--existing-priority-class`` set the
+already-bound pods' CPU request and class; ``--existing-running`` writes them a Running
+status (as their kubelet would have) so the simulated kubelets leave them alone; and
+``--existing-gangs G --existing-gang-size S`` makes the first G x S of them the members
+of G v1beta1 PodGroups (``low-gang-0000``..., ``scheduling.k8s.io/v1beta1``, gang
+``minCount`` S, ``disruptionMode: {all: {}}``, ``spec.priority`` from
+``--existing-priority-class``), consecutive pods of one gang bound round-robin like the
+others (``existing_group``). ``--gang-api v1beta1`` makes the ``--gangs`` v1beta1
+PodGroups too (spec ``schedulingPolicy.gang.minCount``, members joined by
+``spec.schedulingGroup.podGroupName``), with ``--gang-priority-class`` on the members
+and its value as the group's ``spec.priority``, and ``--gang-required KEY`` as
+``spec.schedulingConstraints.topology``.
+
 ``--profile FILE`` runs cProfile from ``READY`` until stdin closes and writes the stats
 to FILE (``bench e2e --profile-server``). ``ServerProcess.cpu_seconds()`` is the
 process's CPU time so far (Linux ``/proc``), read by ``bench e2e`` for CPU per pod.
@@ -78,6 +92,8 @@ def pod(
     cpu: str = "100m",
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
+    priority_class: str = "",
+    pod_group: str = "",
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulerName": "troupe-scheduler",
@@ -91,12 +107,70 @@ def pod(
     }
     if node_name:
         spec["nodeName"] = node_name
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if pod_group:
+        spec["schedulingGroup"] = {"podGroupName": pod_group}
     metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE}
     if labels:
         metadata["labels"] = labels
     if annotations:
         metadata["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def v1beta1_pod_group(
+    name: str,
+    min_count: int,
+    *,
+    priority: int | None = None,
+    disrupt_all: bool = False,
+    topology: str = "",
+) -> dict[str, Any]:
+    """A Kubernetes 1.37 ``scheduling.k8s.io/v1beta1`` PodGroup with a gang policy."""
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if priority is not None:
+        spec["priority"] = priority
+    if disrupt_all:
+        spec["disruptionMode"] = {"all": {}}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": spec,
+    }
+
+
+def low_gang_name(g: int) -> str:
+    return f"low-gang-{g:04d}"
+
+
+def existing_group(i: int, gangs: int, size: int) -> str:
+    """The v1beta1 PodGroup already-bound pod ``existing-<i>`` belongs to ("" for a
+    single pod): the first ``gangs`` x ``size`` pods, ``size`` consecutive per gang."""
+    return low_gang_name(i // size) if size > 0 and i < gangs * size else ""
+
+
+def priority_classes(text: str) -> dict[str, int]:
+    """``low=100,high=1000`` -> {name: value}."""
+    out: dict[str, int] = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        name, _, value = item.partition("=")
+        out[name] = int(value)
+    return out
+
+
+def running_status() -> dict[str, Any]:
+    """A started pod's status, enough for the simulated kubelet to leave it be."""
+    return {
+        "phase": "Running",
+        "conditions": [
+            {"type": t, "status": "True"}
+            for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+        ],
+    }
 
 
 def gang_name(g: int) -> str:
@@ -124,9 +198,25 @@ def pod_group(
     }
 
 
-def gang_members(name: str, size: int, memory: str, cpu: str = "100m") -> list[dict[str, Any]]:
+def gang_members(
+    name: str,
+    size: int,
+    memory: str,
+    cpu: str = "100m",
+    priority_class: str = "",
+    v1beta1: bool = False,
+) -> list[dict[str, Any]]:
+    """A gang's member pods: labelled for a scheduler-plugins PodGroup, or joined to a
+    v1beta1 PodGroup by ``spec.schedulingGroup``."""
     return [
-        pod(f"{name}-{i:04d}", memory=memory, cpu=cpu, labels={POD_GROUP_LABEL: name})
+        pod(
+            f"{name}-{i:04d}",
+            memory=memory,
+            cpu=cpu,
+            labels=None if v1beta1 else {POD_GROUP_LABEL: name},
+            priority_class=priority_class,
+            pod_group=name if v1beta1 else "",
+        )
         for i in range(size)
     ]
 
@@ -150,20 +240,61 @@ async def serve(args: argparse.Namespace) -> None:
     )
     if args.gangs or args.pod_group_crd:
         store.create("customresourcedefinitions.apiextensions.k8s.io", POD_GROUP_CRD)
+    classes = priority_classes(args.priority_classes)
+    for name, value in classes.items():
+        pc: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}
+        pc |= {"metadata": {"name": name}, "value": value}
+        store.create("priorityclasses.scheduling.k8s.io", pc, copy=False)
     kubelets = Kubelets(store, RealClock())
     for i in range(args.nodes):
         store.create("nodes", node(i, args.zones, args.racks), copy=False)
         kubelets.nodes.add(f"node-{i}")
+    existing_class = args.existing_priority_class
+    for g in range(args.existing_gangs):
+        group = v1beta1_pod_group(
+            low_gang_name(g),
+            args.existing_gang_size,
+            priority=classes.get(existing_class),
+            disrupt_all=True,
+        )
+        store.create("podgroups.scheduling.k8s.io", group, copy=False)
     for i in range(args.existing_pods):
-        store.create("pods", pod(f"existing-{i}", f"node-{i % args.nodes}"), copy=False)
+        existing = pod(
+            f"existing-{i}",
+            f"node-{i % args.nodes}",
+            cpu=args.existing_cpu,
+            priority_class=existing_class,
+            pod_group=existing_group(i, args.existing_gangs, args.existing_gang_size),
+        )
+        created = store.create("pods", existing, copy=False)
+        if args.existing_running:
+            store.update("pods", {**created, "status": running_status()}, subresource="status")
     for i in range(args.pods):
         store.create("pods", pod(f"pod-{i}"), copy=False)
     annotations = topology_annotations(args.gang_required, args.gang_preferred)
+    v1beta1 = args.gang_api == "v1beta1"
     for g in range(args.gangs):
         name = gang_name(g)
-        group = pod_group(name, args.gang_size, annotations=dict(annotations))
-        store.create("podgroups.scheduling.x-k8s.io", group, copy=False)
-        for member in gang_members(name, args.gang_size, args.gang_memory, args.gang_cpu):
+        if v1beta1:
+            group = v1beta1_pod_group(
+                name,
+                args.gang_size,
+                priority=classes.get(args.gang_priority_class),
+                topology=args.gang_required,
+            )
+            store.create("podgroups.scheduling.k8s.io", group, copy=False)
+        else:
+            group = pod_group(name, args.gang_size, annotations=dict(annotations))
+            store.create("podgroups.scheduling.x-k8s.io", group, copy=False)
+        members = gang_members(
+            name,
+            args.gang_size,
+            args.gang_memory,
+            args.gang_cpu,
+            priority_class=args.gang_priority_class,
+            v1beta1=v1beta1,
+        )
+        for member in members:
             store.create("pods", member, copy=False)
     kubelets_task = asyncio.create_task(kubelets.run()) if args.kubelets else None
     server.write_kubeconfig(args.kubeconfig)
@@ -251,6 +382,14 @@ def main() -> None:
     p.add_argument("--gang-preferred", default="", help="preferred topology keys, outermost first")
     p.add_argument("--zones", type=int, default=3, help="zones, round-robin over the nodes")
     p.add_argument("--racks", type=int, default=0, help="racks per zone (0: no rack label)")
+    p.add_argument("--gang-api", choices=("coscheduling", "v1beta1"), default="coscheduling")
+    p.add_argument("--gang-priority-class", default="", help="priorityClassName of gang members")
+    p.add_argument("--priority-classes", default="", help="NAME=VALUE,... to create")
+    p.add_argument("--existing-cpu", default="100m", help="CPU request of a bound pod")
+    p.add_argument("--existing-priority-class", default="", help="priorityClassName, bound pods")
+    p.add_argument("--existing-running", action="store_true", help="bound pods start Running")
+    p.add_argument("--existing-gangs", type=int, default=0, help="v1beta1 `all` gangs, bound")
+    p.add_argument("--existing-gang-size", type=int, default=8, help="members per bound gang")
     p.add_argument("--kubelets", action="store_true", help="simulated kubelets on every node")
     p.add_argument("--pod-group-crd", action="store_true", help="install the PodGroup CRD")
     p.add_argument("--kubeconfig", required=True)
