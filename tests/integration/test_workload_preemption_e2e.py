@@ -216,3 +216,27 @@ async def test_a_single_pod_never_evicts_part_of_an_all_group(
     assert batch == ["batch-0", "batch-1", "batch-2"]
     singles = [v for name, v in gone.pods.items() if name.startswith("single-")]
     assert {v["spec"]["nodeName"] for v in singles} == {bindings.node["default/big"]}
+
+
+async def test_two_gangs_preempting_at_once_evict_only_what_both_need_and_both_bind(
+    cluster: SimCluster, daemon: SchedulerDaemon, tmp_path: Path
+) -> None:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    priority_classes(cluster)
+    singles = [pod(f"single-{i}", cpu="1", priorityClassName="low") for i in range(12)]
+    await apply(kubeconfig, *singles)
+    await eventually(lambda: running(cluster, "single-", 12), timeout=30, what="cluster full")
+    gone = Deletions(cluster)
+    bindings = Bindings(cluster)
+    # Both arrive together: the second must leave the first's nominated room alone.
+    await apply(
+        kubeconfig,
+        group("a", 3, "high"),
+        group("b", 3, "high"),
+        *members("a", 3, "1", "high"),
+        *members("b", 3, "1", "high"),
+    )
+    names = {f"default/{g}-{i}" for g in "ab" for i in range(3)}
+    await eventually(lambda: names <= set(bindings.node), timeout=30, what="both gangs bound")
+    assert len(gone.pods) == 6
+    assert not bindings.twice()

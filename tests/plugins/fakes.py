@@ -88,6 +88,9 @@ class FakeHandle:
     def scheduler_name(self) -> str:
         return "troupe-scheduler"
 
+    def nominated_for_node(self, pod: PodInfo, node: str) -> list[PodInfo]:
+        return []
+
     def get_waiting_pod(self, key: str) -> WaitingPod | None:
         return None
 

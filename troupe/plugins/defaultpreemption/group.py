@@ -64,7 +64,8 @@ def select_group_victims(
         )
         ordered = [*violating, *others]
         if preemptor.in_place:
-            victims = search.reprieve_in_place(ordered, preemptor.members, nominated)
+            held = _nominated_elsewhere(handle, preemptor, nominated)
+            victims = search.reprieve_in_place(ordered, preemptor.members, nominated, held)
         else:
             victims, nominated = search.reprieve(ordered, evaluate, nominated)
         pods = tuple(info for unit in sorted(victims, key=importance) for info, _ in unit.pods)
@@ -136,11 +137,14 @@ class _Search:
         ordered: list[VictimUnit],
         members: Mapping[str, PodInfo],
         nominated: Mapping[str, str],
+        held: list[tuple[PodInfo, str]],
     ) -> list[VictimUnit]:
-        """With the gang assumed at ``nominated``, put back every unit whose nodes keep
-        room for it; the rest are the victims."""
+        """With the gang assumed at ``nominated`` (and the room ``held`` for other
+        nominated pods it must leave alone), put back every unit whose nodes keep room
+        for it; the rest are the victims."""
         table = self.table
         assumed = [(members[k], node) for k, node in nominated.items() if k in members]
+        assumed += held
         for info, node in assumed:
             table.add_pod(info, node)
         victims: list[VictimUnit] = []
@@ -175,6 +179,22 @@ class _Search:
             else:
                 nominated = found
         return victims, nominated
+
+
+def _nominated_elsewhere(
+    handle: Handle, preemptor: GroupPreemptor, nominated: Mapping[str, str]
+) -> list[tuple[PodInfo, str]]:
+    """Pods of other preemptions nominated to the gang's nodes (equal or higher
+    priority): their room is taken as the group algorithm took it."""
+    if not preemptor.members:
+        return []
+    first = next(iter(preemptor.members.values()))
+    out = []
+    for node in sorted(set(nominated.values())):
+        for other in handle.nominated_for_node(first, node):
+            if other.key not in preemptor.members:
+                out.append((other, node))
+    return out
 
 
 def _room(table: NodeTable, node: str, before: np.ndarray) -> bool:

@@ -246,6 +246,9 @@ class Framework:
     def run_filter_plugins_with_nominated_pods(self, pod: PodInfo, slot: int) -> Status:
         return self.nominated.check_node(self.pre_filter, self.filter, pod, self._table, slot)
 
+    def nominated_for_node(self, pod: PodInfo, node: str) -> list[PodInfo]:
+        return self.nominated.for_node(pod, node)
+
     def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
         return list(self._pdbs.values())
 
