@@ -85,13 +85,15 @@ async def test_a_high_priority_gang_of_4_on_a_full_cluster_evicts_what_it_needs_
     await h.scheduler.background.drain(timeout=1)
     assert sorted(h.client.deletions) == victims
     assert sample(metrics, "scheduler_podgroup_preemption_attempts_total", result="preempted") == 1
-    # The victims are gone: the gang binds whole, each member where it was nominated.
+    # The victims are gone: the gang binds whole on the nodes nominated to it (its
+    # identical members may swap them: the gang's own room is not held from itself).
     for pod in pods:
         if pod.key in victims:
             h.handlers.on_pod_delete(pod)
     await h.advance(10)
     await h.settle()
-    assert dict(h.client.bindings) == nominated
+    assert set(dict(h.client.bindings)) == set(nominated)
+    assert sorted(dict(h.client.bindings).values()) == sorted(nominated.values())  # type: ignore[type-var]
     await h.close()
 
 

@@ -36,6 +36,7 @@ from troupe.api.framework import (
     PreFilterPlugin,
     Rejection,
 )
+from troupe.api.gangs import group_ref_of
 from troupe.api.nodetable import BoolArray, NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
@@ -87,6 +88,16 @@ def _explained(rejections: tuple[Rejection, ...]) -> Callable[[], Sequence[Rejec
     return lambda: rejections
 
 
+def _group_key(pod: PodInfo) -> str | None:
+    """The key of the pod's group (cached on the PodInfo: a pod's group never
+    changes under it)."""
+    cached = pod.extra.get("troupe.group_key", False)
+    if cached is False:
+        ref = group_ref_of(pod.pod)
+        cached = pod.extra["troupe.group_key"] = ref.key if ref is not None else None
+    return cached  # type: ignore[return-value]
+
+
 class NominatedPods:
     """``nominations``: the queue's nominator; ``placed``: keys of assumed or bound
     pods (the cache), whose nominations are over."""
@@ -99,8 +110,12 @@ class NominatedPods:
         """Pods nominated to ``node`` that ``pod`` must leave room for: equal or
         higher priority, not ``pod`` itself, not placed yet."""
         out: list[PodInfo] = []
+        group = _group_key(pod)
         for other in self._nominations.pods_for_node(node):
             if other.key == pod.key:
+                continue
+            if group is not None and _group_key(other) == group:
+                # The room of the pod's own gang: its members are placed together.
                 continue
             if other.key in self._placed:
                 self._nominations.delete(other.key)
