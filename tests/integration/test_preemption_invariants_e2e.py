@@ -29,10 +29,12 @@ terminating, and checks, from what the server committed:
 Follows ``test_topology_invariants_e2e.py`` (settling check, settings). A wave that
 does not settle (a gang retried forever) is still checked, then fails.
 
-The fixed-cluster tests at the end reproduce what the generated ones found, as
-strict xfails: over-eviction when an ``all`` victim frees room the plan does not use,
-and a rack-constrained gang counting its own members' nominations as taken once its
-victims are gone (it preempts a second rack, or never binds).
+The fixed-cluster tests at the end are what the generated ones found, kept as
+regressions: a gang must bind on the nodes its preemption nominated (not on room an
+``all`` victim freed elsewhere, which would make the singles evicted on its nominated
+node unneeded), and a rack-constrained gang must not count its own members'
+nominations as taken once its victims are gone (it preempted a second rack, or never
+bound).
 """
 
 from __future__ import annotations
@@ -46,7 +48,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from troupe.api.config import config_document, load_config
@@ -467,13 +468,6 @@ async def one_gang(
             return settled, before, Snapshot.of(cluster), evictions.preempted()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the reprieve holds the gang where the placement with every candidate off put "
-    "it, so room an `all` victim frees off that placement goes unused by the plan; the "
-    "gang, placed afresh once its victims are gone, binds there instead, and the singles "
-    "evicted on its nominated node were not needed",
-)
 async def test_room_freed_by_a_whole_group_victim_is_not_paid_for_twice() -> None:
     # n0 (4 cpu): a `low` pod of 1 cpu and g-0; n1 (4 cpu): g-1; n2 (4 cpu): 8
     # singles. The gang (2 x 2 cpu) is nominated to n1 and n2: g (2 x 3 cpu)
@@ -493,18 +487,6 @@ async def test_room_freed_by_a_whole_group_victim_is_not_paid_for_twice() -> Non
     check_needed("h0", units_of(evicted, before, unit), after)
 
 
-# The capacity bound of a gang (troupe.scheduler.gangs.capacity) runs the first
-# member's Filter with the nominations of the other members counted as taken
-# (NominatedPods.for_node leaves out only the pod itself): once the gang's victims are
-# gone, the nodes nominated to its other members look full, the rack the preemption
-# emptied is pruned, and the gang is reported "2 of 2 pods fit; not enough room".
-BOUND_COUNTS_OWN_NOMINATIONS = (
-    "the gang's capacity bound counts its own members' nominations as taken, so the "
-    "rack its preemption emptied looks full to it"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=BOUND_COUNTS_OWN_NOMINATIONS)
 async def test_a_rack_gang_preempts_once() -> None:
     # Racks r0 = n0, n2 and r1 = n1, n3, 2 cpu each, full of 500m singles. A gang of
     # 2 x 2 cpu in one rack needs one rack emptied: 8 singles. It empties r0, then r1.
@@ -519,7 +501,6 @@ async def test_a_rack_gang_preempts_once() -> None:
     assert len(evicted) == 8, sorted(evicted)
 
 
-@pytest.mark.xfail(strict=True, reason=BOUND_COUNTS_OWN_NOMINATIONS)
 async def test_a_rack_gang_that_evicted_binds() -> None:
     # One rack of two 2-cpu nodes full of 500m singles; a gang of 2 x 2 cpu in one rack
     # evicts all 8, then finds no room (nothing left to evict) and stays pending.

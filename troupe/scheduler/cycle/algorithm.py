@@ -96,6 +96,10 @@ class PodAlgorithm:
             return table.present
         return table.present & self.within
 
+    def nominated_node(self, info: PodInfo) -> str | None:
+        """The node a preemption nominated ``info`` to, if any."""
+        return self._nominations.nominated_node(info.key) or info.pod.status.nominated_node_name
+
     def new_cycle_state(self) -> CycleState:
         """A fresh CycleState; with metrics, 10% of cycles record per-plugin durations."""
         state = CycleState()

@@ -105,6 +105,7 @@ class GangPlacer:
         outer = algorithm.within
         algorithm.within = nodes
         try:
+            members = self._place_nominated(fwk, members, placed, failures)
             self._place_members(fwk, members, placed, failures, quorum)
         except BaseException:
             # Nothing of a failed attempt stays placed.
@@ -151,6 +152,41 @@ class GangPlacer:
                         failures.append((same, result.status, result.diagnosis))
                     break
                 self._reserve(fwk, Placement(info, state, result), placed, failures)
+
+    def _place_nominated(
+        self,
+        fwk: Framework,
+        members: list[PodInfo],
+        placed: list[Placement],
+        failures: list[Failure],
+    ) -> list[PodInfo]:
+        """Members a preemption nominated go to their node first when they still fit
+        there (upstream's nominated-node shortcut): the gang binds on the room its
+        victims left, not on room it did not pay for. Returns the others."""
+        rest: list[PodInfo] = []
+        table = self.cache.table
+        for info in members:
+            node = self.algorithm.nominated_node(info)
+            slot = table.slot(node) if node else None
+            within = self.algorithm.within
+            if slot is None or not table.present[slot] or (within is not None and not within[slot]):
+                rest.append(info)
+                continue
+            state = self.algorithm.new_cycle_state()
+            pre, status = fwk.run_pre_filter(state, info, table)
+            allowed = pre is None or pre.node_names is None or node in pre.node_names
+            if not status.is_success or not allowed:
+                rest.append(info)
+                continue
+            only = np.zeros(table.capacity, dtype=bool)
+            only[slot] = True
+            outcome = fwk.run_filter(state, info, table, only)
+            if not outcome.status.is_success or not outcome.feasible[slot]:
+                rest.append(info)
+                continue
+            assert node is not None
+            self._reserve(fwk, Placement(info, state, ScheduleResult(node, 1, 1)), placed, failures)
+        return rest
 
     def revert(self, fwk: Framework, placed: list[Placement]) -> None:
         """Undo every placement, last first."""
