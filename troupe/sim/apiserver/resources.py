@@ -61,6 +61,8 @@ class ResourceType:
     # Core kinds with their own field label conversion answer an unknown field with
     # "field label not supported: X"; the default conversion with "X is not a known ...".
     own_field_conversion: bool = False
+    # Some own conversions name the kind: "field label not supported for <gvk>: X".
+    field_error_names_kind: bool = False
     categories: tuple[str, ...] = ()
     allow_create_on_update: bool = False
     allow_unconditional_update: bool = True
@@ -71,6 +73,10 @@ class ResourceType:
     # Nodes keep the status they are registered with; other kinds with a status
     # subresource start with an empty one (their strategies' PrepareForCreate).
     keeps_status_on_create: bool = False
+    # The status.phase a new object starts in (PersistentVolumes and claims: Pending);
+    # with ``stamps_phase_transition`` also status.lastPhaseTransitionTime (PVs).
+    initial_phase: str = ""
+    stamps_phase_transition: bool = False
     # Built into the server (strategic merge patch allowed), not from a CRD.
     builtin: bool = True
     # Another type's kind key whose storage this one shares (a view converted by
@@ -121,6 +127,8 @@ class ResourceType:
         return label in META_FIELDS or label in self.field_labels
 
     def field_error(self, label: str) -> str:
+        if self.field_error_names_kind:
+            return f"field label not supported for {self.api_version}, Kind={self.kind}: {label}"
         if self.own_field_conversion:
             return f"field label not supported: {label}"
         return (
@@ -210,6 +218,42 @@ BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
         allow_create_on_update=True,
     ),
     _core("ConfigMap", "configmaps", short_names=("cm",)),
+    # What kube-scheduler's informers list besides pods and nodes, and what volume and
+    # topology-spread plugins read; stored as given, no controller acts on them.
+    _core(
+        "Service",
+        "services",
+        short_names=("svc",),
+        subresources=("status",),
+        field_labels=("spec.clusterIP", "spec.type"),
+        own_field_conversion=True,
+        categories=("all",),
+    ),
+    _core(
+        "ReplicationController",
+        "replicationcontrollers",
+        short_names=("rc",),
+        subresources=("status",),
+        field_labels=("status.replicas",),
+        own_field_conversion=True,
+        categories=("all",),
+    ),
+    _core(
+        "PersistentVolume",
+        "persistentvolumes",
+        False,
+        short_names=("pv",),
+        subresources=("status",),
+        initial_phase="Pending",
+        stamps_phase_transition=True,
+    ),
+    _core(
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        short_names=("pvc",),
+        subresources=("status",),
+        initial_phase="Pending",
+    ),
     ResourceType(
         "events.k8s.io",
         "v1",
@@ -274,6 +318,53 @@ BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
         True,
         short_names=("pdb",),
         subresources=("status",),
+    ),
+    *(
+        ResourceType(
+            "apps",
+            "v1",
+            kind,
+            plural,
+            True,
+            short_names=(short,),
+            subresources=("status",),
+            categories=("all",),
+        )
+        for kind, plural, short in (
+            ("Deployment", "deployments", "deploy"),
+            ("ReplicaSet", "replicasets", "rs"),
+            ("StatefulSet", "statefulsets", "sts"),
+        )
+    ),
+    ResourceType(
+        "storage.k8s.io", "v1", "StorageClass", "storageclasses", False, short_names=("sc",)
+    ),
+    ResourceType("storage.k8s.io", "v1", "CSINode", "csinodes", False),
+    ResourceType("storage.k8s.io", "v1", "CSIDriver", "csidrivers", False),
+    ResourceType("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities", True),
+    ResourceType(
+        "storage.k8s.io",
+        "v1",
+        "VolumeAttachment",
+        "volumeattachments",
+        False,
+        subresources=("status",),
+    ),
+    # Dynamic resource allocation, GA (resource.k8s.io/v1) since Kubernetes 1.34.
+    ResourceType("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", False),
+    ResourceType(
+        "resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", True, subresources=("status",)
+    ),
+    ResourceType("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
+    ResourceType(
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "resourceslices",
+        False,
+        field_labels=("spec.nodeName", "spec.driver"),
+        own_field_conversion=True,
+        field_error_names_kind=True,
     ),
     ResourceType(
         "apiextensions.k8s.io",

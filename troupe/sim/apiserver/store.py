@@ -274,6 +274,12 @@ class Store:
         if rt.has_status and not rt.keeps_status_on_create:
             # PrepareForCreate of kinds with a status subresource drops client-set status.
             obj.pop("status", None)
+        if rt.initial_phase:
+            # PersistentVolume(Claim)s are read back defaulted to phase Pending; PVs stamp
+            # the transition (PersistentVolumeLastPhaseTransitionTime, GA in 1.31).
+            obj["status"] = {"phase": rt.initial_phase}
+            if rt.stamps_phase_transition:
+                obj["status"]["lastPhaseTransitionTime"] = self.now()
         self.strategy(rt).prepare_create(self, rt, obj)
         index = _index(namespace, name)
         objects = self.objects(rt)
