@@ -72,3 +72,23 @@ def test_sim_metrics_port_without_serve_is_a_usage_error(
     err = capsys.readouterr().err
     assert "usage: troupe sim" in err
     assert "--metrics-port needs --serve" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["sim", "--no-scheduler"], "--no-scheduler needs --serve"),
+        (
+            ["sim", "--serve", "--no-scheduler", "--metrics-port", "9100"],
+            "not with --no-scheduler",
+        ),
+    ],
+)
+def test_sim_no_scheduler_misuse_is_a_usage_error(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: troupe sim" in err and message in err

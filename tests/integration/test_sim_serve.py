@@ -101,3 +101,68 @@ async def test_serve_mode_schedules_what_kubectl_creates_and_stops_on_sigterm(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_serve_without_scheduler_leaves_scheduling_to_troupe_run_in_its_own_process(
+    tmp_path: Path,
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    sim = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "troupe",
+        "sim",
+        "--serve",
+        "--no-scheduler",
+        "--port",
+        str(free_port()),
+        "--kubeconfig-out",
+        str(kubeconfig),
+        "--nodes",
+        "2",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    run: asyncio.subprocess.Process | None = None
+    try:
+        assert sim.stderr is not None
+        line = await asyncio.wait_for(sim.stderr.readline(), 60)
+        assert b"no scheduler" in line, line
+        await kubectl(kubeconfig, "create", "-f", "-", stdin=POD)
+        await asyncio.sleep(1.0)
+        pod = json.loads(await kubectl(kubeconfig, "get", "pod", "hello", "-o", "json"))
+        assert "nodeName" not in pod["spec"] and pod["status"]["phase"] == "Pending"
+        # The scheduler, in a process of its own, against the kubeconfig written.
+        run = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "troupe",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--port",
+            "0",
+            "--log-level",
+            "warning",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        await kubectl(
+            kubeconfig,
+            "wait",
+            "--for=jsonpath={.status.phase}=Running",
+            "pod/hello",
+            "--timeout=25s",
+        )
+        pod = json.loads(await kubectl(kubeconfig, "get", "pod", "hello", "-o", "json"))
+        assert pod["spec"]["nodeName"].startswith("node-")
+        run.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(run.wait(), 20) == 0
+        sim.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(sim.wait(), 20)
+        assert sim.returncode == 0
+    finally:
+        for proc in (run, sim):
+            if proc is not None and proc.returncode is None:
+                proc.kill()
+                await proc.wait()

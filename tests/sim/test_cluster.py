@@ -162,3 +162,185 @@ async def test_pods_on_unknown_nodes_are_left_alone(cluster: SimCluster, clock: 
     clock.advance(5)
     await settle()
     assert phase(cluster, "p") == "Pending"
+
+
+def bare_node(name: str, **annotations: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "annotations": annotations},
+    }
+
+
+def ready(sim: SimCluster, name: str) -> str | None:
+    node = sim.store.get("nodes", name)
+    for condition in node.get("status", {}).get("conditions") or []:
+        if condition["type"] == "Ready":
+            return str(condition["status"])
+    return None
+
+
+async def test_a_node_created_through_the_store_gets_a_kubelet_and_a_kubelet_status(
+    cluster: SimCluster, clock: FakeClock
+) -> None:
+    cluster.store.create("nodes", bare_node("api-0"))
+    await settle()
+    status = cluster.store.get("nodes", "api-0")["status"]
+    assert ready(cluster, "api-0") == "True"
+    # Filled in as a kubelet reports it: a default capacity, allocatable = capacity,
+    # the next InternalIP of the cluster, nodeInfo, healthy pressure conditions.
+    assert status["allocatable"] == status["capacity"] == NodeSpec(1).capacity()
+    assert status["addresses"] == [
+        {"type": "InternalIP", "address": "10.0.0.3"},
+        {"type": "Hostname", "address": "api-0"},
+    ]
+    assert status["nodeInfo"]["kubeletVersion"]
+    assert {c["type"] for c in status["conditions"]} == {
+        "MemoryPressure",
+        "DiskPressure",
+        "PIDPressure",
+        "Ready",
+    }
+    await bound_pod(cluster, "p", node="api-0")
+    clock.advance(1)
+    await settle()
+    assert phase(cluster, "p") == "Running"
+    assert cluster.store.get("pods", "p", "default")["status"]["hostIP"] == "10.0.0.3"
+    assert cluster.node_names == ["api-0", "node-0", "node-1"]
+
+
+async def test_what_a_node_reports_itself_is_kept_and_a_not_ready_node_turns_ready(
+    cluster: SimCluster,
+) -> None:
+    node = bare_node("api-0")
+    node["status"] = {
+        "capacity": {"cpu": "4", "memory": "8Gi", "pods": "20"},
+        "allocatable": {"cpu": "3", "memory": "7Gi", "pods": "20"},
+        "addresses": [{"type": "InternalIP", "address": "192.168.1.5"}],
+        "conditions": [{"type": "Ready", "status": "False", "reason": "Booting"}],
+    }
+    cluster.store.create("nodes", node)
+    await settle()
+    status = cluster.store.get("nodes", "api-0")["status"]
+    assert status["allocatable"] == {"cpu": "3", "memory": "7Gi", "pods": "20"}
+    assert status["capacity"] == {"cpu": "4", "memory": "8Gi", "pods": "20"}
+    assert status["addresses"] == [{"type": "InternalIP", "address": "192.168.1.5"}]
+    (condition,) = [c for c in status["conditions"] if c["type"] == "Ready"]
+    assert (condition["status"], condition["reason"]) == ("True", "KubeletReady")
+
+
+async def test_nodes_of_the_cluster_are_taken_without_a_write(cluster: SimCluster) -> None:
+    # They already report what a kubelet reports: no event until the first heartbeat.
+    assert {n["metadata"]["resourceVersion"] for n in cluster.store.list("nodes")} == {
+        cluster.store.get("nodes", "node-0")["metadata"]["resourceVersion"],
+        cluster.store.get("nodes", "node-1")["metadata"]["resourceVersion"],
+    }
+    before = [n["metadata"]["resourceVersion"] for n in cluster.store.list("nodes")]
+    await settle()
+    assert [n["metadata"]["resourceVersion"] for n in cluster.store.list("nodes")] == before
+
+
+async def test_heartbeats_stamp_the_conditions_periodically(
+    cluster: SimCluster, clock: FakeClock
+) -> None:
+    def heartbeats() -> set[str]:
+        status = cluster.store.get("nodes", "node-0")["status"]
+        return {c["lastHeartbeatTime"] for c in status["conditions"]}
+
+    (first,) = heartbeats()
+    clock.advance(cluster.kubelets.heartbeat * 2 + 1)  # type: ignore[operator]
+    await settle()
+    (second,) = heartbeats()
+    assert second > first
+    clock.advance(cluster.kubelets.heartbeat + 1)  # type: ignore[operator]
+    await settle()
+    (third,) = heartbeats()
+    assert third > second
+
+
+async def test_a_node_annotated_for_no_kubelet_gets_none_until_the_annotation_goes(
+    cluster: SimCluster, clock: FakeClock
+) -> None:
+    cluster.store.create("nodes", bare_node("bare", **{"troupe.dev/kubelet": "none"}))
+    await settle()
+    assert ready(cluster, "bare") is None
+    assert "bare" not in cluster.kubelets.nodes
+    await bound_pod(cluster, "p", node="bare")
+    clock.advance(5)
+    await settle()
+    assert phase(cluster, "p") == "Pending"
+    cluster.store.delete("pods", "p", "default")
+    clock.advance(5)
+    await settle()
+    assert cluster.store.get("pods", "p", "default")["metadata"]["deletionTimestamp"]
+    # Without the annotation the node's kubelet comes up and finishes the delete.
+    node = cluster.store.get("nodes", "bare")
+    node["metadata"]["annotations"] = {}
+    cluster.store.update("nodes", node)
+    await settle()
+    assert ready(cluster, "bare") == "True"
+    clock.advance(1)
+    await settle()
+    assert phase(cluster, "p") is None
+
+
+async def test_a_deleted_node_stops_its_kubelet_and_a_new_one_of_that_name_gets_one(
+    cluster: SimCluster, clock: FakeClock
+) -> None:
+    cluster.store.create("nodes", bare_node("api-0"))
+    await settle()
+    cluster.store.delete("nodes", "api-0")
+    await settle()
+    assert "api-0" not in cluster.kubelets.nodes
+    await bound_pod(cluster, "p", node="api-0")
+    clock.advance(5)
+    await settle()
+    assert phase(cluster, "p") == "Pending"
+    # A node of that name again: its kubelet starts the pod already bound to it.
+    cluster.store.create("nodes", bare_node("api-0"))
+    await settle()
+    clock.advance(1)
+    await settle()
+    assert phase(cluster, "p") == "Running"
+    # One heartbeat chain, not one per take: the first node's timer lapses when due.
+    live = cluster.kubelets.nodes["api-0"]
+    timers = [t for t in cluster.kubelets._timers if t[2] == "heartbeat" and t[4] == "api-0"]
+    assert [t[5] == live for t in timers].count(True) == 1
+    clock.advance(3 * cluster.kubelets.heartbeat)  # type: ignore[operator]
+    await settle()
+    timers = [t for t in cluster.kubelets._timers if t[2] == "heartbeat" and t[4] == "api-0"]
+    assert [t[5] for t in timers] == [live]
+
+
+async def test_nodes_created_before_the_cluster_starts_get_kubelets(clock: FakeClock) -> None:
+    sim = SimCluster([], clock=clock)
+    sim.store.create("nodes", bare_node("early"))
+    async with sim:
+        await settle()
+        assert ready(sim, "early") == "True"
+
+
+async def test_a_pod_whose_node_lost_its_kubelet_before_it_started_starts_when_it_is_back(
+    cluster: SimCluster, clock: FakeClock
+) -> None:
+    def annotate(value: str | None) -> None:
+        node = cluster.store.get("nodes", "node-0")
+        node["metadata"]["annotations"] = {} if value is None else {"troupe.dev/kubelet": value}
+        cluster.store.update("nodes", node)
+
+    await bound_pod(cluster, "p")
+    annotate("none")
+    clock.advance(2)
+    await settle()
+    assert phase(cluster, "p") == "Pending"
+    annotate(None)
+    await settle()
+    clock.advance(1)
+    await settle()
+    assert phase(cluster, "p") == "Running"
+    cluster.store.delete("pods", "p", "default")
+    await settle()
+    clock.advance(1)
+    await settle()
+    assert phase(cluster, "p") is None
+    assert cluster.kubelets._orphans == {}

@@ -7,7 +7,9 @@ default scenario with a progress bar, print a summary and exit 0.
 ``--serve`` keeps the cluster and the scheduler running until SIGTERM/SIGINT, with a
 kubeconfig written for kubectl; ``--metrics-port M`` serves the scheduler's
 ``/metrics``, ``/healthz``, ``/livez`` and ``/readyz`` on 127.0.0.1:M meanwhile
-(``--metrics-port`` without ``--serve`` is a usage error).
+(``--metrics-port`` without ``--serve`` is a usage error). ``--serve --no-scheduler``
+runs the API server, nodes and kubelets only: another scheduler (``troupe run`` in its own
+process, kube-scheduler, ...) schedules the pods, through the kubeconfig written.
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="serve /metrics and the health probes on 127.0.0.1:PORT (--serve)",
     )
+    p.add_argument(
+        "--no-scheduler",
+        action="store_true",
+        help="run no scheduler: only the API server, nodes and kubelets (--serve)",
+    )
     p.add_argument("--nodes", type=int, default=None, help="simulated nodes (--serve: 10)")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -62,10 +69,15 @@ def _config(path: str | None) -> ResolvedConfig:
 
 
 def main(args: argparse.Namespace) -> int:
+    parser: argparse.ArgumentParser = args.sim_parser
     if args.metrics_port is not None and not args.serve:
         # Without --serve the scheduler ends with the scenario: nothing to scrape.
-        parser: argparse.ArgumentParser = args.sim_parser
         parser.error("--metrics-port needs --serve (the endpoints live as long as the cluster)")
+    if args.no_scheduler and not args.serve:
+        # A scenario is played against troupe: without it nothing would be scheduled.
+        parser.error("--no-scheduler needs --serve (a scenario plays against troupe)")
+    if args.no_scheduler and args.metrics_port is not None:
+        parser.error("--metrics-port serves the scheduler's endpoints: not with --no-scheduler")
     configure_logging(args.log_level, fmt="console")
     try:
         config = _config(args.config)
@@ -140,6 +152,16 @@ async def _serve(args: argparse.Namespace, config: ResolvedConfig) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(args.kubeconfig_out) if args.kubeconfig_out else Path(tmp) / "kubeconfig"
             cluster.write_kubeconfig(out)
+            if args.no_scheduler:
+                print(
+                    f"troupe sim: serving {cluster.url} with {count} nodes and no scheduler; "
+                    f"kubeconfig {out}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                await stop.wait()
+                print("troupe sim: stopped", file=sys.stderr)
+                return 0
             daemon = SchedulerDaemon(config, Connection(kubeconfig=str(out)))
             health: HealthServer | None = None
             if args.metrics_port is not None:

@@ -2,8 +2,10 @@
 
 ``start`` serves the API on loopback, installs the scheduler-plugins PodGroup CRD (unless
 ``install_crds=False``), creates the nodes of every ``NodeSpec`` and starts the kubelet
-task. ``add_nodes`` and ``remove_node`` change the cluster at runtime (removing a node
-also deletes the pods bound to it, as the pod garbage collector would). Used by
+task, which runs a kubelet for every node however it is created (``Kubelets``: a node
+created through the API gets one too, unless annotated ``troupe.dev/kubelet: none``).
+``add_nodes`` and ``remove_node`` change the cluster at runtime (removing a node also
+deletes the pods bound to it, as the pod garbage collector would). Used by
 ``troupe sim``, integration tests and benchmarks; everything else talks to it over HTTP
 (``url``, ``write_kubeconfig``) or in-process through ``store``.
 """
@@ -20,8 +22,8 @@ from troupe.sim.apiserver.server import ApiServer
 from troupe.sim.apiserver.store import Store
 from troupe.sim.apiserver.strategies import WORKLOAD_VERSIONS
 from troupe.sim.crds import POD_GROUP_CRD
-from troupe.sim.kubelet import Kubelets
-from troupe.sim.nodespec import NodeSpec, internal_ip
+from troupe.sim.kubelet import HEARTBEAT_SECONDS, Kubelets
+from troupe.sim.nodespec import NodeSpec
 
 
 class SimCluster:
@@ -30,6 +32,7 @@ class SimCluster:
         nodes: Sequence[NodeSpec] = (),
         *,
         kubelet_delay: float = 0.0,
+        heartbeat: float | None = HEARTBEAT_SECONDS,
         install_crds: bool = True,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -39,7 +42,8 @@ class SimCluster:
         workload_versions: Iterable[str] = WORKLOAD_VERSIONS,
     ) -> None:
         """``workload_versions``: the ``scheduling.k8s.io`` versions of Workload and
-        PodGroup served (default: all three, as Kubernetes 1.37)."""
+        PodGroup served (default: all three, as Kubernetes 1.37); ``heartbeat``: seconds
+        between a node's status heartbeats (None: none)."""
         self.clock: Clock = clock or RealClock()
         self.server = ApiServer(
             host,
@@ -49,11 +53,12 @@ class SimCluster:
             clock=self.clock,
             workload_versions=workload_versions,
         )
-        self.kubelets = Kubelets(self.server.store, self.clock, delay=kubelet_delay)
+        self.kubelets = Kubelets(
+            self.server.store, self.clock, delay=kubelet_delay, heartbeat=heartbeat
+        )
         self.install_crds = install_crds
         self._specs = list(nodes)
         self._next_index: dict[str, int] = {}
-        self._ordinal = 0  # nodes ever created: their InternalIP
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -66,7 +71,8 @@ class SimCluster:
 
     @property
     def node_names(self) -> list[str]:
-        return sorted(self.kubelets.nodes)
+        """Every node of the cluster (with a kubelet or not), sorted."""
+        return sorted(n["metadata"]["name"] for n in self.store.list("nodes", copy=False))
 
     async def start(self) -> str:
         """Serve, install CRDs, create the nodes and start the kubelets; returns the URL."""
@@ -101,10 +107,8 @@ class SimCluster:
         start = self._next_index.get(spec.name_prefix, 0)
         names = []
         for index in range(start, start + spec.count):
-            node = spec.node(index, self.store.now(), internal_ip(self._ordinal))
-            self._ordinal += 1
+            node = spec.node(index, self.store.now(), self.kubelets.next_address())
             name = node["metadata"]["name"]
-            self.kubelets.nodes.add(name)
             self.store.create("nodes", node, copy=False)
             names.append(name)
         self._next_index[spec.name_prefix] = start + spec.count
@@ -112,7 +116,6 @@ class SimCluster:
 
     def remove_node(self, name: str) -> None:
         """Delete a node and, as the pod garbage collector would, the pods bound to it."""
-        self.kubelets.nodes.discard(name)
         self.store.delete("nodes", name)
         for pod in self.store.list("pods", field_selector=f"spec.nodeName={name}", copy=False):
             meta = pod["metadata"]

@@ -1,6 +1,17 @@
-"""Simulated kubelets: one in-process task for every node of a ``SimCluster``.
+"""Simulated kubelets: one in-process task running a kubelet for every node of the store.
 
-It follows pods through an in-process store subscription (no HTTP) and, for pods bound
+Like KWOK, it takes every Node however it was created (a ``NodeSpec`` of the
+``SimCluster``, ``kubectl apply``, any client; before or after the task started), unless
+the node opts out with the annotation ``troupe.dev/kubelet: none`` (``KUBELET_ANNOTATION``);
+a node deleted, or annotated later, is let go. For a node it takes:
+
+* fills in the status a kubelet reports when the node lacks it (capacity, allocatable
+  from capacity, conditions, addresses, kubelet endpoint, ``nodeInfo``) and sets
+  ``Ready`` True (reason KubeletReady), writing only if something changed;
+* every ``heartbeat`` seconds (staggered per node) stamps ``lastHeartbeatTime`` on the
+  node's conditions, as a kubelet's status report does;
+
+and it follows pods through an in-process store subscription (no HTTP). For pods bound
 to a node it runs:
 
 * after ``delay`` seconds moves a Pending pod to Running: ``startTime``, ``hostIP``,
@@ -24,17 +35,32 @@ import contextlib
 import heapq
 import itertools
 import logging
+import zlib
 from collections.abc import Callable
 from typing import Any, Final
 
 from troupe.api.clock import Clock
 from troupe.sim.apiserver.errors import ApiError
 from troupe.sim.apiserver.meta import rfc3339
-from troupe.sim.apiserver.store import Obj, Store
+from troupe.sim.apiserver.store import DELETED, MODIFIED, Obj, Store
+from troupe.sim.nodespec import NodeSpec, internal_ip, node_conditions, node_info
 
 RUN_SECONDS_ANNOTATION: Final = "troupe.dev/run-seconds"
+# A node annotated ``troupe.dev/kubelet: none`` gets no simulated kubelet: its pods stay
+# Pending and its graceful deletes Terminating, as on a node whose kubelet is down.
+KUBELET_ANNOTATION: Final = "troupe.dev/kubelet"
+NO_KUBELET: Final = "none"
+HEARTBEAT_SECONDS: Final = 60.0
 _START, _FINISH, _REMOVE = "start", "finish", "remove"
+_TAKE, _HEARTBEAT = "take", "heartbeat"
+_NODE_ACTIONS: Final = frozenset({_TAKE, _HEARTBEAT})
 log = logging.getLogger(__name__)
+
+
+def opted_out(node: Obj) -> bool:
+    """Whether the node asks for no simulated kubelet."""
+    annotations = node["metadata"].get("annotations") or {}
+    return str(annotations.get(KUBELET_ANNOTATION, "")).lower() == NO_KUBELET
 
 
 def _run_seconds(pod: Obj) -> float | None:
@@ -48,11 +74,28 @@ def _run_seconds(pod: Obj) -> float | None:
 
 
 class Kubelets:
-    def __init__(self, store: Store, clock: Clock, *, delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        delay: float = 0.0,
+        heartbeat: float | None = HEARTBEAT_SECONDS,
+    ) -> None:
+        """``heartbeat``: seconds between a node's status heartbeats (None: none)."""
         self.store = store
         self.clock = clock
         self.delay = delay
-        self.nodes: set[str] = set()
+        self.heartbeat = heartbeat
+        # The nodes run, by name: the token of the take (node UID and a generation),
+        # which their node timers carry so a node deleted and created again, or let go
+        # and taken again, keeps one heartbeat.
+        self.nodes: dict[str, str] = {}
+        self._takes = itertools.count()
+        # Pods seen bound to a node without a kubelet (not created yet, opted out, let
+        # go): its kubelet looks at them when it takes the node.
+        self._orphans: dict[str, dict[tuple[str, str, str], None]] = {}
+        self._addresses = itertools.count()
         self._timers: list[tuple[float, int, str, str, str, str]] = []
         self._seq = itertools.count()
         self._wake = asyncio.Event()
@@ -70,18 +113,55 @@ class Kubelets:
         )
         self._wake.set()
 
+    def _schedule_node(self, delay: float, action: str, name: str, token: str) -> None:
+        due = self.clock.now() + delay
+        heapq.heappush(self._timers, (due, next(self._seq), action, "", name, token))
+        self._wake.set()
+
+    def next_address(self) -> str:
+        """A fresh InternalIP (10.0.0.1, 10.0.0.2, ...) for a node of the cluster."""
+        return internal_ip(next(self._addresses))
+
+    def _on_node(self, type_: str, node: Obj) -> None:
+        """Take a node, or let it go (called synchronously on every node change)."""
+        meta = node["metadata"]
+        name = meta["name"]
+        if type_ == DELETED or opted_out(node):
+            if self.nodes.pop(name, None) is not None:
+                log.debug("kubelet of node %s stopped", name)
+            return
+        token = self.nodes.get(name)
+        if token is not None and token.partition("#")[0] == meta["uid"]:
+            return
+        token = f"{meta['uid']}#{next(self._takes)}"
+        self.nodes[name] = token
+        self._schedule_node(0.0, _TAKE, name, token)
+
     def _observe(self, type_: str, pod: Obj) -> None:
         """Decide what the pod's node will do about this change."""
-        if type_ == "DELETED":
-            return
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node not in self.nodes:
-            return
         meta = pod["metadata"]
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            return
+        if type_ == DELETED:
+            orphans = self._orphans.get(node)
+            if orphans is not None:
+                orphans.pop((meta["namespace"], meta["name"], meta["uid"]), None)
+                if not orphans:
+                    del self._orphans[node]
+            return
+        if node not in self.nodes:
+            self._orphan(pod)
+            return
         if meta.get("deletionTimestamp"):
             self._schedule(self.delay, _REMOVE, pod)
         elif (pod.get("status") or {}).get("phase", "Pending") == "Pending":
             self._schedule(self.delay, _START, pod)
+
+    def _orphan(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        orphans = self._orphans.setdefault(pod["spec"]["nodeName"], {})
+        orphans[meta["namespace"], meta["name"], meta["uid"]] = None
 
     # --- actions -----------------------------------------------------------------------
 
@@ -197,9 +277,104 @@ class Kubelets:
                 return str(address.get("address", ""))
         return ""
 
+    # --- nodes -------------------------------------------------------------------------
+
+    def _current_node(self, name: str, token: str) -> Obj | None:
+        if self.nodes.get(name) != token:
+            return None  # deleted, let go, or taken again since
+        node = self.store.find(self.store.resolve("nodes"), "", name)
+        if node is None or node["metadata"]["uid"] != token.partition("#")[0]:
+            return None
+        return node
+
+    def _write_node_status(self, node: Obj, status: dict[str, Any]) -> None:
+        self.store.update("nodes", {**node, "status": status}, subresource="status", copy=False)
+
+    def _take(self, node: Obj, token: str) -> None:
+        name = node["metadata"]["name"]
+        status = dict(node.get("status") or {})
+        reported = self._reported_status(name, status)
+        if reported != status:
+            now = rfc3339(self.clock.wall())
+            reported["conditions"] = [
+                {**c, "lastHeartbeatTime": now} for c in reported["conditions"]
+            ]
+            self._write_node_status(node, reported)
+        # Pods bound to it before it was taken (or before it existed).
+        for namespace, pod_name, uid in self._orphans.pop(name, {}):
+            pod = self._current(namespace, pod_name, uid)
+            if pod is not None and pod["spec"].get("nodeName") == name:
+                self._observe(MODIFIED, pod)
+        if self.heartbeat is not None and self.heartbeat > 0:
+            # Staggered by name, so nodes created together do not report together.
+            spread = zlib.crc32(name.encode()) / 2**32
+            self._schedule_node(self.heartbeat * (1.0 + spread), _HEARTBEAT, name, token)
+
+    def _reported_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        """The node's status with what a kubelet reports filled in where missing, and
+        Ready True."""
+        now = rfc3339(self.clock.wall())
+        reported = dict(status)
+        if not reported.get("capacity"):
+            reported["capacity"] = NodeSpec(count=1).capacity()
+        if not reported.get("allocatable"):
+            reported["allocatable"] = dict(reported["capacity"])
+        if not reported.get("addresses"):
+            reported["addresses"] = [
+                {"type": "InternalIP", "address": self.next_address()},
+                {"type": "Hostname", "address": name},
+            ]
+        if not reported.get("daemonEndpoints"):
+            reported["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 10250}}
+        if not reported.get("nodeInfo"):
+            reported["nodeInfo"] = node_info(name)
+        conditions = list(reported.get("conditions") or [])
+        present = {c.get("type") for c in conditions}
+        conditions += [c for c in node_conditions(now) if c["type"] not in present]
+        reported["conditions"] = [
+            c
+            if c.get("type") != "Ready" or c.get("status") == "True"
+            else {
+                **c,
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "kubelet is posting ready status",
+                "lastTransitionTime": now,
+            }
+            for c in conditions
+        ]
+        if reported["conditions"] == (status.get("conditions") or []):
+            reported["conditions"] = status["conditions"]
+        return reported
+
+    def _heartbeat(self, node: Obj, token: str) -> None:
+        now = rfc3339(self.clock.wall())
+        status = dict(node.get("status") or {})
+        status["conditions"] = [
+            {**c, "lastHeartbeatTime": now} for c in status.get("conditions") or []
+        ]
+        self._write_node_status(node, status)
+        assert self.heartbeat is not None
+        self._schedule_node(self.heartbeat, _HEARTBEAT, node["metadata"]["name"], token)
+
+    def _fire_node(self, action: str, name: str, token: str) -> None:
+        node = self._current_node(name, token)
+        if node is None:
+            return
+        try:
+            (self._take if action == _TAKE else self._heartbeat)(node, token)
+        except ApiError as error:  # deleted meanwhile: its DELETED event lets it go
+            log.debug("kubelet %s node %s: %s", action, name, error)
+
     def _fire(self, action: str, namespace: str, name: str, uid: str) -> None:
+        if action in _NODE_ACTIONS:
+            self._fire_node(action, name, uid)
+            return
         pod = self._current(namespace, name, uid)
         if pod is None:
+            return
+        if pod["spec"].get("nodeName") not in self.nodes:
+            self._orphan(pod)  # its node's kubelet stopped meanwhile
             return
         handlers: dict[str, Callable[[Obj], None]] = {
             _START: self._start,
@@ -214,10 +389,19 @@ class Kubelets:
     # --- loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Follow pods until cancelled."""
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self._follow())
-            group.create_task(self._timers_loop())
+        """Run the nodes' kubelets until cancelled."""
+        # Nodes are taken synchronously as they are written, so a pod bound right after
+        # its node was created finds the node's kubelet; those already there, now.
+        stop_listening = self.store.listen("nodes", self._on_node)
+        try:
+            for node in self.store.list("nodes", copy=False):
+                self._on_node("ADDED", node)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._follow())
+                group.create_task(self._timers_loop())
+        finally:
+            stop_listening()
+            self.nodes.clear()
 
     async def _follow(self) -> None:
         async with self.store.subscribe("pods", initial=True, copy=False) as pods:

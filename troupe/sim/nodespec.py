@@ -48,6 +48,18 @@ class NodeSpec:
     region: str = "region-1"
     instance_type: str = "sim.large"
 
+    def capacity(self) -> dict[str, str]:
+        """``status.capacity`` of each node (= allocatable)."""
+        capacity = {
+            "cpu": self.cpu,
+            "memory": self.memory,
+            "pods": str(self.pods),
+            "ephemeral-storage": "100Gi",
+        }
+        if self.gpus > 0:
+            capacity[GPU_RESOURCE] = str(self.gpus)
+        return capacity
+
     def node(self, index: int, now: str = "", address: str = "") -> dict[str, Any]:
         """The Node object of the ``index``-th node of this spec (``<prefix>-<index>``).
 
@@ -69,14 +81,7 @@ class NodeSpec:
             rack = (index // max(1, len(self.zones))) % self.racks
             labels[RACK_LABEL] = f"{zone or 'rack'}-r{rack}"
         labels.update(self.labels)
-        capacity = {
-            "cpu": self.cpu,
-            "memory": self.memory,
-            "pods": str(self.pods),
-            "ephemeral-storage": "100Gi",
-        }
-        if self.gpus > 0:
-            capacity[GPU_RESOURCE] = str(self.gpus)
+        capacity = self.capacity()
         spec: dict[str, Any] = {}
         if self.taints:
             spec["taints"] = [dict(t) for t in self.taints]
@@ -89,7 +94,7 @@ class NodeSpec:
             "status": {
                 "capacity": capacity,
                 "allocatable": dict(capacity),
-                "conditions": _conditions(now),
+                "conditions": node_conditions(now),
                 "addresses": [
                     {"type": "InternalIP", "address": address},
                     {"type": "Hostname", "address": name},
@@ -123,7 +128,7 @@ def node_info(name: str) -> dict[str, str]:
     }
 
 
-def _conditions(now: str) -> list[dict[str, str]]:
+def node_conditions(now: str) -> list[dict[str, str]]:
     """The kubelet's node conditions: healthy and Ready, stamped ``now`` (RFC 3339)."""
     healthy = (
         ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
