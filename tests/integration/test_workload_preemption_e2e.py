@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from troupe.api.gangs import POD_GROUP_LABEL
 from troupe.scheduler.service.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import RACK_LABEL
@@ -240,3 +241,49 @@ async def test_two_gangs_preempting_at_once_evict_only_what_both_need_and_both_b
     await eventually(lambda: names <= set(bindings.node), timeout=30, what="both gangs bound")
     assert len(gone.pods) == 6
     assert not bindings.twice()
+
+
+async def test_a_scheduler_plugins_gang_spares_pods_a_disruption_budget_protects(
+    cluster: SimCluster, daemon: SchedulerDaemon, tmp_path: Path
+) -> None:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    priority_classes(cluster)
+    guarded = [
+        pod(f"guarded-{i}", cpu="1", priorityClassName="lowest", metadata={"labels": {"app": "g"}})
+        for i in range(4)
+    ]
+    others = [pod(f"single-{i}", cpu="1", priorityClassName="low") for i in range(8)]
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "guarded", "namespace": "default"},
+        "spec": {"minAvailable": 4, "selector": {"matchLabels": {"app": "g"}}},
+    }
+    await apply(kubeconfig, budget, *guarded, *others)
+    await eventually(lambda: running(cluster, "guarded-", 4), timeout=30, what="guarded running")
+    await eventually(lambda: running(cluster, "single-", 8), timeout=30, what="cluster full")
+    scheduler = daemon.scheduler
+    assert scheduler is not None
+    await eventually(lambda: "default/guarded" in scheduler.pdbs, what="the PDB informer")
+    gone = Deletions(cluster)
+    bindings = Bindings(cluster)
+    # The guarded pods are the least important, so without the budget they would go
+    # first; the budget allows no disruption, and other pods can make the room.
+    gang = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {"minMember": 2},
+    }
+    labels = {"labels": {POD_GROUP_LABEL: "train"}}
+    train = [
+        pod(f"train-{i}", cpu="2", priorityClassName="high", metadata=labels) for i in range(2)
+    ]
+    await apply(kubeconfig, gang, *train)
+    await eventually(
+        lambda: {"default/train-0", "default/train-1"} <= set(bindings.node),
+        timeout=30,
+        what="train bound",
+    )
+    assert len(gone.pods) == 4
+    assert all(name.startswith("single-") for name in gone.pods)
