@@ -234,7 +234,7 @@ class Fit:
             if allocatable <= 0:
                 continue
             requested = int(table.requested[row][nodes].sum())
-            requested += assignment.requested.get(resource, 0)
+            requested = max(requested + assignment.requested.get(resource, 0), 0)
             total += weight * min(requested, allocatable) * MAX_NODE_SCORE // allocatable
             weight_sum += weight
         return total // weight_sum if weight_sum else 0

@@ -41,7 +41,9 @@ def values(
             requested = table.nonzero_requested.item(0 if name == CPU else 1, slot)
         else:
             requested = table.requested.item(row, slot)
-        out.append((i, requested + amount, table.allocatable.item(row, slot)))
+        # Clamped at 0 as resource_allocation.columns, so scores stay in [0, 100].
+        allocatable = max(table.allocatable.item(row, slot), 0)
+        out.append((i, max(requested + amount, 0), allocatable))
     return out
 
 

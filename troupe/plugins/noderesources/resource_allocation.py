@@ -109,6 +109,10 @@ def columns(
         else:
             requested = table.requested[row, slots]
         requested += amount  # the gather made a copy
+        # Neither can be negative from a parsed quantity; clamping keeps every score
+        # in [0, 100] whatever reached the table.
+        np.maximum(requested, 0, out=requested)
+        np.maximum(allocatable, 0, out=allocatable)
         out.append(Column(i, requested, allocatable, bool(allocatable.all())))
     return out
 

@@ -6,11 +6,21 @@ and turn each change (namespace label changes included) into a ``ClusterEvent`` 
 the queue can move pods that the change may have made schedulable. Pods of other
 schedulers are ignored unless assigned (they consume node capacity). Terminal pods
 (Succeeded/Failed) free their capacity, as upstream's informer excludes them.
+
+An object whose quantities troupe cannot use (a request, limit or overhead that does
+not parse or is negative, a node's capacity or allocatable likewise) never reaches the
+queue or the NodeTable, so it cannot skew another pod's fit or score: a pending pod of
+ours gets ``PodScheduled=False`` (reason ``InvalidQuantity``, the message naming the
+field) and a ``FailedScheduling`` event; a node gets a Warning event and an error log
+line and is left out (taken out of the NodeTable if it was in it) until a later
+version of it is usable. Each is told once per distinct problem.
 """
 
 from __future__ import annotations
 
 from typing import Final, Protocol
+
+import structlog
 
 from troupe.api.client import Event, ObjectRef
 from troupe.api.events import (
@@ -27,11 +37,19 @@ from troupe.api.events import (
 )
 from troupe.api.gangapi import TEMPLATES_OBJECTS, CompositePodGroup, GroupObject
 from troupe.api.gangs import GangApi, GroupRef, group_ref_of, group_refs_of
-from troupe.api.objects import Namespace, Node, Pod
+from troupe.api.objects import Namespace, Node, Pod, PodCondition
+from troupe.api.quantity import QuantityError
+from troupe.api.resources import node_allocatable
 from troupe.scheduler.loop.schedule_one import Scheduler
+
+log = structlog.get_logger("troupe.scheduler")
 
 # The Warning event's reason on a pod that names groups in two APIs.
 POD_IN_TWO_GROUPS: Final = "PodGroupConflict"
+# PodScheduled=False reason of a pod whose quantities cannot be used.
+REASON_INVALID_QUANTITY: Final = "InvalidQuantity"
+# Warning event reason on a node whose capacity or allocatable cannot be used.
+NODE_INVALID_QUANTITY: Final = "InvalidNodeResources"
 
 
 def node_update_event(old: Node, new: Node) -> ClusterEvent | None:
@@ -71,6 +89,9 @@ class ClusterEventHandlers:
     def __init__(self, scheduler: Scheduler, pod_listener: PodListener | None = None) -> None:
         self._s = scheduler
         self._pods = pod_listener
+        # Pods and nodes left out for unusable quantities -> the message they were told.
+        self._bad_pods: dict[str, str] = {}
+        self._bad_nodes: dict[str, str] = {}
 
     # --- pods --------------------------------------------------------------------
 
@@ -111,7 +132,12 @@ class ClusterEventHandlers:
             and not pod.is_terminal
             and pod.metadata.deletion_timestamp is None
         ):
-            s.queue.add(pod)
+            try:
+                s.queue.add(pod)
+            except QuantityError as err:
+                self._refuse_pod(pod, err)
+                return
+            self._bad_pods.pop(pod.key, None)
             # A new pod may complete a gang waiting at Permit (Coscheduling).
             s.queue.on_event(UNSCHEDULED_POD_ADD, None, pod)
 
@@ -163,10 +189,32 @@ class ClusterEventHandlers:
             if new.metadata.deletion_timestamp is not None:
                 s.binding.pod_superseded(new.key)
             return
-        s.queue.update(old, new)
+        try:
+            s.queue.update(old, new)
+        except QuantityError as err:
+            s.queue.delete(old)  # an earlier, usable version must not stay queued
+            self._refuse_pod(new, err)
+            return
+        self._bad_pods.pop(new.key, None)
+
+    def _refuse_pod(self, pod: Pod, err: QuantityError) -> None:
+        """Leave out a pending pod whose quantities cannot be used, and say why."""
+        message = f"{err}; the pod is not scheduled until it is corrected"
+        if self._bad_pods.get(pod.key) == message:
+            return
+        self._bad_pods[pod.key] = message
+        log.error("pod left out: its quantities cannot be used", pod=pod.key, error=str(err))
+        condition = PodCondition(
+            type="PodScheduled", status="False", reason=REASON_INVALID_QUANTITY, message=message
+        )
+        self._s.writer.pod_status(pod, condition, None)
+        self._s.writer.event(
+            Event(ObjectRef.of_pod(pod), "Warning", "FailedScheduling", "Scheduling", message)
+        )
 
     def on_pod_delete(self, pod: Pod) -> None:
         s = self._s
+        self._bad_pods.pop(pod.key, None)
         s.groups.pod_gone(pod)
         if self._pods is not None:
             self._pods.on_pod_delete(pod)
@@ -193,17 +241,58 @@ class ClusterEventHandlers:
 
     # --- nodes -------------------------------------------------------------------
 
+    def _node_usable(self, node: Node) -> bool:
+        """Whether ``node``'s capacity and allocatable parse and are not negative; if
+        not, the node is reported (once per distinct problem)."""
+        name = node.metadata.name
+        try:
+            node_allocatable(node)
+        except QuantityError as err:
+            message = f"{err}; the node is left out of scheduling until it is corrected"
+            if self._bad_nodes.get(name) != message:
+                self._bad_nodes[name] = message
+                log.error("node left out: its quantities cannot be used", node=name, error=str(err))
+                self._s.writer.event(
+                    Event(
+                        ObjectRef("Node", "", name, node.metadata.uid),
+                        "Warning",
+                        NODE_INVALID_QUANTITY,
+                        "Scheduling",
+                        message,
+                    )
+                )
+            return False
+        if self._bad_nodes.pop(name, None) is not None:
+            log.info("node usable again", node=name)
+        return True
+
     def on_node_add(self, node: Node) -> None:
+        if not self._node_usable(node):
+            return
         self._s.cache.add_node(node)
         self._s.queue.on_event(NODE_ADD, None, node)
 
     def on_node_update(self, old: Node, new: Node) -> None:
-        self._s.cache.update_node(new)
+        name = new.metadata.name
+        if (
+            old.status.allocatable != new.status.allocatable
+            or old.status.capacity != new.status.capacity
+            or name in self._bad_nodes
+        ) and not self._node_usable(new):
+            self._s.cache.remove_node(name)
+            return
+        if name in self._s.cache.table.index:
+            self._s.cache.update_node(new)
+        else:  # usable again (or first usable version): as an add
+            self._s.cache.add_node(new)
+            self._s.queue.on_event(NODE_ADD, None, new)
+            return
         event = node_update_event(old, new)
         if event is not None:
             self._s.queue.on_event(event, old, new)
 
     def on_node_delete(self, node: Node) -> None:
+        self._bad_nodes.pop(node.metadata.name, None)
         self._s.cache.remove_node(node.metadata.name)
         # Bindings to it not sent yet are called off: their pods (and gangs) are
         # placed again rather than bound to a node that is gone.

@@ -164,14 +164,16 @@ def _check_identity(req: ResourceRequest, obj: Any) -> Obj:
 
 async def create(store: Store, req: ResourceRequest, request: web.Request) -> web.Response:
     obj = _check_identity(req, await read_json(request))
-    created = store.create(req.rt, obj, req.namespace, copy=False)
+    created = store.create(req.rt, obj, req.namespace, copy=False, validate=True)
     return json_response(created, 201)
 
 
 async def update(store: Store, req: ResourceRequest, request: web.Request) -> web.Response:
     obj = _check_identity(req, await read_json(request))
     existed = req.name is not None and store.find(req.rt, req.namespace or "", req.name) is not None
-    updated = store.update(req.rt, obj, req.namespace, subresource=req.subresource, copy=False)
+    updated = store.update(
+        req.rt, obj, req.namespace, subresource=req.subresource, copy=False, validate=True
+    )
     return json_response(updated, 200 if existed else 201)
 
 
@@ -209,7 +211,9 @@ async def patch(store: Store, req: ResourceRequest, request: web.Request) -> web
     # the patch applies to the current object (upstream retries internally on conflict).
     if not meta.get("resourceVersion"):
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
-    updated = store.update(req.rt, obj, req.namespace, subresource=req.subresource, copy=False)
+    updated = store.update(
+        req.rt, obj, req.namespace, subresource=req.subresource, copy=False, validate=True
+    )
     return json_response(updated)
 
 

@@ -37,6 +37,7 @@ from troupe.sim.apiserver.meta import clone, generate_name, new_uid, rfc3339
 from troupe.sim.apiserver.paging import Snapshots, paginate
 from troupe.sim.apiserver.patch import merge_patch, strategic_merge_patch
 from troupe.sim.apiserver.resources import Registry, ResourceType
+from troupe.sim.apiserver.schema import apply_schema
 from troupe.sim.apiserver.selectors import (
     FieldSelector,
     LabelSelector,
@@ -51,6 +52,7 @@ from troupe.sim.apiserver.strategy import (
     merge_update,
 )
 from troupe.sim.apiserver.subscription import Subscription
+from troupe.sim.apiserver.validation import validate_builtin
 
 
 def _selectors(
@@ -228,9 +230,18 @@ class Store:
     # --- writes ------------------------------------------------------------------------
 
     def create(
-        self, kind: str | ResourceType, obj: Obj, namespace: str | None = None, *, copy: bool = True
+        self,
+        kind: str | ResourceType,
+        obj: Obj,
+        namespace: str | None = None,
+        *,
+        copy: bool = True,
+        validate: bool = False,
     ) -> Obj:
-        """Store a new object (``obj`` is taken over unless ``copy``); returns the stored one."""
+        """Store a new object (``obj`` is taken over unless ``copy``); returns the stored one.
+
+        ``validate`` (the HTTP API sets it) also applies ``validate_write``: quantities
+        of pods and nodes, a custom resource's CRD schema."""
         rt = self._version_of(kind, obj)
         obj = to_storage(rt, clone(obj) if copy else obj)
         meta = obj.get("metadata")
@@ -281,6 +292,8 @@ class Store:
             if rt.stamps_phase_transition:
                 obj["status"]["lastPhaseTransitionTime"] = self.now()
         self.strategy(rt).prepare_create(self, rt, obj)
+        if validate:
+            self.validate_write(rt, obj, None)
         index = _index(namespace, name)
         objects = self.objects(rt)
         if index in objects:
@@ -302,8 +315,10 @@ class Store:
         *,
         subresource: str | None = None,
         copy: bool = True,
+        validate: bool = False,
     ) -> Obj:
-        """PUT semantics: optimistic concurrency on metadata.resourceVersion when given."""
+        """PUT semantics: optimistic concurrency on metadata.resourceVersion when given.
+        ``validate`` as for ``create``."""
         rt = self._version_of(kind, obj)
         obj = to_storage(rt, clone(obj) if copy else obj)
         raw_meta = obj.get("metadata")
@@ -314,7 +329,7 @@ class Store:
         if old is None:
             if rt.allow_create_on_update and subresource is None:
                 meta.pop("resourceVersion", None)
-                return self.create(rt, obj, ns or None, copy=copy)
+                return self.create(rt, obj, ns or None, copy=copy, validate=validate)
             raise errors.not_found(rt, name)
         rv = meta.get("resourceVersion")
         if rv:
@@ -337,8 +352,36 @@ class Store:
             raise errors.storage_precondition_conflict(rt, ns, name, uid, old["metadata"]["uid"])
         new = merge_update(rt, obj, old, subresource)
         self.strategy(rt).prepare_update(self, rt, new, old, subresource)
+        if validate:
+            self.validate_write(rt, new, subresource)
         result = to_view(rt, self._commit_update(rt, new, old))
         return clone(result) if copy else result
+
+    def validate_write(self, rt: ResourceType, obj: Obj, subresource: str | None) -> None:
+        """What kube-apiserver checks beyond the kind's strategy, on a client's write:
+        pods' and nodes' quantities (``validation``); for a custom resource, its CRD's
+        structural schema for the version written (``schema``: pruning, defaults,
+        validation). Raises ``ApiError``; ``obj`` may be pruned in place."""
+        if rt.builtin:
+            validate_builtin(rt, obj, subresource)
+            return
+        crds = self.registry.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        crd = self.find(crds, "", f"{rt.plural}.{rt.group}") if crds is not None else None
+        if crd is None:
+            return
+        for version in (crd.get("spec") or {}).get("versions") or ():
+            if version.get("name") == rt.version:
+                schema = (version.get("schema") or {}).get("openAPIV3Schema")
+                if isinstance(schema, dict):
+                    # Pruned on a copy: parts of ``obj`` may still be shared with the
+                    # stored object (the status an update keeps).
+                    checked = clone(obj)
+                    apply_schema(rt, checked, schema)
+                    if "metadata" in obj:  # never pruned; callers hold on to it
+                        checked["metadata"] = obj["metadata"]
+                    obj.clear()
+                    obj.update(checked)
+                return
 
     def _commit_update(self, rt: ResourceType, new: Obj, old: Obj) -> Obj:
         meta = new["metadata"]
