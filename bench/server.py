@@ -245,10 +245,8 @@ async def serve(args: argparse.Namespace) -> None:
         pc: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}
         pc |= {"metadata": {"name": name}, "value": value}
         store.create("priorityclasses.scheduling.k8s.io", pc, copy=False)
-    kubelets = Kubelets(store, RealClock())
     for i in range(args.nodes):
         store.create("nodes", node(i, args.zones, args.racks), copy=False)
-        kubelets.nodes.add(f"node-{i}")
     existing_class = args.existing_priority_class
     for g in range(args.existing_gangs):
         group = v1beta1_pod_group(
@@ -296,6 +294,8 @@ async def serve(args: argparse.Namespace) -> None:
         )
         for member in members:
             store.create("pods", member, copy=False)
+    # The kubelets take every node as they start (troupe.sim.kubelet).
+    kubelets = Kubelets(store, RealClock(), heartbeat=None)
     kubelets_task = asyncio.create_task(kubelets.run()) if args.kubelets else None
     server.write_kubeconfig(args.kubeconfig)
     profile = None
