@@ -1,5 +1,6 @@
 """The ``troupe`` command: ``run`` (the production daemon), ``sim`` (the embedded
-cluster), ``validate-config``, ``version``."""
+cluster), ``snapshot`` and ``replay`` (a cluster's state, scheduled offline),
+``validate-config``, ``version``."""
 
 from __future__ import annotations
 
@@ -20,10 +21,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("version", help="print the version")
     validate = sub.add_parser("validate-config", help="check a KubeSchedulerConfiguration profile")
     validate.add_argument("file")
-    from troupe.cli import run, sim
+    from troupe.cli import replay, run, sim, snapshot
 
     run.add_arguments(sub.add_parser("run", help="schedule pods in a Kubernetes cluster"))
     sim.add_arguments(sub.add_parser("sim", help="run troupe on an embedded simulated cluster"))
+    snapshot.add_arguments(
+        sub.add_parser("snapshot", help="write a cluster's scheduling state to a file")
+    )
+    replay.add_arguments(
+        sub.add_parser("replay", help="schedule a snapshot offline, with what-if changes")
+    )
     return parser
 
 
@@ -44,6 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         from troupe.cli import sim
 
         return sim.main(args)
+    if args.command == "snapshot":
+        from troupe.cli import snapshot
+
+        return snapshot.main(args)
+    if args.command == "replay":
+        from troupe.cli import replay
+
+        return replay.main(args)
     return 2
 
 

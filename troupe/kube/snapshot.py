@@ -1,0 +1,140 @@
+"""Reading a cluster's scheduling state for ``troupe snapshot``.
+
+``capture`` lists nodes, pods, namespaces, PriorityClasses, PodDisruptionBudgets and
+every gang object the cluster serves — scheduler-plugins PodGroups, and the
+``scheduling.k8s.io`` Workloads, PodGroups and CompositePodGroups at the version
+troupe itself would watch (``served_gang_versions``) — each collection in pages
+(``limit`` / ``continue``). Secrets and ConfigMaps are never read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final
+
+from troupe.api.gangapi import (
+    COMPOSITE_POD_GROUP_V1ALPHA3,
+    COMPOSITE_POD_GROUPS_PLURAL,
+    POD_GROUP_V1BETA1,
+    WORKLOAD_TEMPLATES_PLURAL,
+)
+from troupe.api.gangs import GangApi
+from troupe.kube.discovery import served_gang_versions, serves
+from troupe.kube.gang_informers import GANG_PATHS
+from troupe.kube.transport import Transport
+
+PAGE_SIZE: Final = 500
+Progress = Callable[[str, int], None]
+"""(resource, objects read so far)."""
+
+# Snapshot resource name -> (list path, apiVersion, kind) of the fixed kinds.
+FIXED: Final = {
+    "namespaces": ("/api/v1/namespaces", "v1", "Namespace"),
+    "priorityclasses": (
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        "scheduling.k8s.io/v1",
+        "PriorityClass",
+    ),
+    "nodes": ("/api/v1/nodes", "v1", "Node"),
+    "poddisruptionbudgets": (
+        "/apis/policy/v1/poddisruptionbudgets",
+        "policy/v1",
+        "PodDisruptionBudget",
+    ),
+    "pods": ("/api/v1/pods", "v1", "Pod"),
+}
+
+
+async def list_all(
+    transport: Transport,
+    path: str,
+    api_version: str,
+    kind: str,
+    *,
+    page_size: int = PAGE_SIZE,
+    on_page: Callable[[int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every object of a collection, page by page; each with apiVersion and kind set
+    (list items carry neither)."""
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        query = {"limit": str(page_size), **({"continue": token} if token else {})}
+        resp = await transport.request("GET", path, query=query)
+        if not resp.ok:
+            raise resp.error(f"list {path}")
+        page = json.loads(resp.body)
+        for item in page.get("items") or []:
+            # Field ownership is bulk the scheduler never reads.
+            (item.get("metadata") or {}).pop("managedFields", None)
+            items.append({"apiVersion": api_version, "kind": kind, **item})
+        if on_page is not None:
+            on_page(len(items))
+        token = (page.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return items
+
+
+async def gang_collections(
+    transport: Transport,
+) -> tuple[dict[str, str], list[tuple[str, str, str, str]]]:
+    """(gang API -> version captured, [(resource, path, apiVersion, kind)])."""
+    versions = await served_gang_versions(transport)
+    out: list[tuple[str, str, str, str]] = []
+    for api, version in versions.items():
+        if api is GangApi.COSCHEDULING:
+            out.append(("coschedulingpodgroups", GANG_PATHS[api], version, "PodGroup"))
+        elif api is GangApi.WORKLOAD:
+            out.append(("workloads", GANG_PATHS[api], version, "Workload"))
+        else:
+            out.append(("podgroups", f"/apis/{version}/podgroups", version, "PodGroup"))
+            # The Workloads whose templates PodGroups name, at the PodGroup's version.
+            if await serves(transport, version, WORKLOAD_TEMPLATES_PLURAL, "Workload"):
+                path = f"/apis/{version}/{WORKLOAD_TEMPLATES_PLURAL}"
+                out.append(("workloads", path, version, "Workload"))
+            if version == POD_GROUP_V1BETA1 and await serves(
+                transport,
+                COMPOSITE_POD_GROUP_V1ALPHA3,
+                COMPOSITE_POD_GROUPS_PLURAL,
+                "CompositePodGroup",
+            ):
+                path = f"/apis/{COMPOSITE_POD_GROUP_V1ALPHA3}/{COMPOSITE_POD_GROUPS_PLURAL}"
+                out.append(
+                    ("compositepodgroups", path, COMPOSITE_POD_GROUP_V1ALPHA3, "CompositePodGroup")
+                )
+    return {str(api): v for api, v in versions.items()}, out
+
+
+async def server_version(transport: Transport) -> str:
+    resp = await transport.request("GET", "/version")
+    if not resp.ok:
+        return ""
+    try:
+        return str(json.loads(resp.body).get("gitVersion", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
+async def capture(
+    transport: Transport, progress: Progress | None = None, *, page_size: int = PAGE_SIZE
+) -> tuple[str, dict[str, str], dict[str, list[dict[str, Any]]]]:
+    """(server version, gang versions, resource name -> objects)."""
+    version = await server_version(transport)
+    gang_versions, gang_lists = await gang_collections(transport)
+    collections = [(name, *spec) for name, spec in FIXED.items() if name != "pods"]
+    collections += gang_lists
+    collections.append(("pods", *FIXED["pods"]))
+    resources: dict[str, list[dict[str, Any]]] = {}
+    for name, path, api_version, kind in collections:
+        done = sum(len(v) for v in resources.values())
+
+        def on_page(n: int, name: str = name, done: int = done) -> None:
+            if progress is not None:
+                progress(name, done + n)
+
+        items = await list_all(
+            transport, path, api_version, kind, page_size=page_size, on_page=on_page
+        )
+        resources.setdefault(name, []).extend(items)
+    return version, gang_versions, resources
