@@ -99,6 +99,9 @@ class Diagnosis:
     unresolvable: BoolArray | None = None
     pre_filter_message: str = ""
     post_filter_message: str = ""
+    # "<extension point>/<plugin>" -> how many nodes it was first to reject
+    # (``troupe explain``; the FitError message counts per reason instead).
+    plugin_counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """The ``troupe`` command: ``run`` (the production daemon), ``sim`` (the embedded
-cluster), ``snapshot`` and ``replay`` (a cluster's state, scheduled offline),
-``validate-config``, ``version``."""
+cluster), ``explain`` (why a pod or gang is pending), ``snapshot`` and ``replay`` (a
+cluster's state, scheduled offline), ``validate-config``, ``version``."""
 
 from __future__ import annotations
 
@@ -21,10 +21,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("version", help="print the version")
     validate = sub.add_parser("validate-config", help="check a KubeSchedulerConfiguration profile")
     validate.add_argument("file")
-    from troupe.cli import replay, run, sim, snapshot
+    from troupe.cli import explain, replay, run, sim, snapshot
 
     run.add_arguments(sub.add_parser("run", help="schedule pods in a Kubernetes cluster"))
     sim.add_arguments(sub.add_parser("sim", help="run troupe on an embedded simulated cluster"))
+    explain.add_arguments(
+        sub.add_parser("explain", help="why a pod or pod group is not scheduled, and fixes")
+    )
     snapshot.add_arguments(
         sub.add_parser("snapshot", help="write a cluster's scheduling state to a file")
     )
@@ -47,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         from troupe.cli import run
 
         return run.main(args)
+    if args.command == "explain":
+        from troupe.cli import explain
+
+        return explain.main(args)
     if args.command == "sim":
         from troupe.cli import sim
 

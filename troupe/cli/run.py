@@ -77,6 +77,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="port of /metrics, /healthz, /readyz (plain HTTP; put TLS in front)",
     )
     p.add_argument(
+        "--debug-token-file",
+        default=None,
+        help="serve /debug/troupe/explain to callers presenting this file's token "
+        "as a bearer token (off without it; docs/explain.md)",
+    )
+    p.add_argument(
         "--leader-elect",
         type=parse_bool,
         nargs="?",
@@ -94,6 +100,8 @@ class Options:
     port: int
     # The lease holder identity; empty: a fresh one (``identity()``).
     identity: str = ""
+    # The bearer token of /debug/troupe/explain; empty: not served.
+    debug_token: str = ""
 
 
 def identity() -> str:
@@ -127,6 +135,17 @@ def main(args: argparse.Namespace) -> int:
     in_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
     if kubeconfig is None and not in_cluster:
         kubeconfig = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    debug_token = ""
+    if args.debug_token_file:
+        try:
+            with open(args.debug_token_file, encoding="utf-8") as f:
+                debug_token = f.read().strip()
+        except OSError as exc:
+            log.error("cannot read the debug token", file=args.debug_token_file, err=str(exc))
+            return 1
+        if len(debug_token) < 16:
+            log.error("the debug token is shorter than 16 characters", file=args.debug_token_file)
+            return 1
     me = identity()
     connection = Connection(
         kubeconfig=kubeconfig,
@@ -142,6 +161,7 @@ def main(args: argparse.Namespace) -> int:
         bind_address=args.bind_address,
         port=args.port,
         identity=me,
+        debug_token=debug_token,
     )
     import uvloop
 
@@ -186,6 +206,8 @@ async def serve(config: ResolvedConfig, connection: Connection, options: Options
         daemon.metrics_registry,
         live=probes.live,
         ready=probes.ready,
+        explain=daemon.explain,
+        debug_token=options.debug_token or None,
     )
     try:
         port = await health.start()
@@ -193,7 +215,12 @@ async def serve(config: ResolvedConfig, connection: Connection, options: Options
         return _cannot_start(
             OSError(f"cannot serve on {options.bind_address}:{options.port}: {exc.strerror}")
         )
-    log.info("serving /metrics, /healthz, /livez, /readyz", address=options.bind_address, port=port)
+    log.info(
+        "serving /metrics, /healthz, /livez, /readyz"
+        + (", /debug/troupe/explain" if options.debug_token else ""),
+        address=options.bind_address,
+        port=port,
+    )
     try:
         if options.leader_elect:
             return await serve_elected(config, connection, options, probes, stop)

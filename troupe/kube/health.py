@@ -10,7 +10,10 @@ docs/metrics.md shows how to put TLS in front.
 
 from __future__ import annotations
 
+import hmac
+import json
 from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
@@ -19,6 +22,11 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_PORT = 10259
 """kube-scheduler's serving port, so probes and scrape configs carry over."""
+
+EXPLAIN_PATH = "/debug/troupe/explain"
+
+Explain = Callable[[str, str, str, str], "dict[str, Any] | None"]
+"""(kind "pod" or "podgroup", namespace, name, sub) -> the last diagnosis, or None."""
 
 
 class HealthServer:
@@ -30,10 +38,19 @@ class HealthServer:
         *,
         live: Callable[[], bool],
         ready: Callable[[], bool],
+        explain: Explain | None = None,
+        debug_token: str | None = None,
     ) -> None:
+        """``explain`` with ``debug_token``: serve ``/debug/troupe/explain`` to
+        callers presenting ``Authorization: Bearer <debug_token>`` (docs/explain.md);
+        without a token the path is not served at all."""
         self.host, self.port = host, port
         self._live, self._ready = live, ready
+        self._explain = explain
+        self._token = debug_token.encode() if debug_token else b""
         app = web.Application()
+        if explain is not None and debug_token:
+            app.router.add_get(EXPLAIN_PATH, self._explain_handler)
         app.router.add_get("/metrics", make_aiohttp_handler(registry))
         app.router.add_get("/healthz", self._livez)
         app.router.add_get("/livez", self._livez)
@@ -69,3 +86,36 @@ class HealthServer:
 
     async def _readyz(self, request: web.Request) -> web.Response:
         return self._probe(self._ready(), "informer caches synced")
+
+    def _authorized(self, request: web.Request) -> web.Response | None:
+        """None when the bearer token is the debug token; else 401 (none given) or
+        403 (another one), as an API server answers a bad or unauthorized token."""
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return web.Response(status=401, text="Unauthorized: a bearer token is required\n")
+        if not hmac.compare_digest(token.strip().encode(), self._token):
+            return web.Response(status=403, text="Forbidden: the token is not the debug token\n")
+        return None
+
+    async def _explain_handler(self, request: web.Request) -> web.Response:
+        refused = self._authorized(request)
+        if refused is not None:
+            return refused
+        assert self._explain is not None
+        q = request.query
+        kind = q.get("kind", "")
+        if kind not in ("pod", "podgroup") or not q.get("namespace") or not q.get("name"):
+            return web.Response(
+                status=400, text="kind=pod|podgroup, namespace and name are required\n"
+            )
+        found = self._explain(kind, q["namespace"], q["name"], q.get("sub", ""))
+        if found is None:
+            return web.json_response(
+                {"kind": kind, "found": False, "reason": "no failed attempt is recorded"},
+                status=404,
+            )
+        return web.Response(
+            text=json.dumps({**found, "found": True}, default=str),
+            content_type="application/json",
+        )

@@ -22,6 +22,7 @@ from troupe.queue.entity import QueuedPodInfo
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cycle.writer import BackgroundWriter
 from troupe.scheduler.framework.messages import fit_error_message
+from troupe.scheduler.observe.explain import Explanations
 
 log = structlog.get_logger("troupe.scheduler")
 
@@ -41,9 +42,16 @@ def failure_message(status: Status, diagnosis: Diagnosis | None) -> str:
 
 
 class FailureReporter:
-    def __init__(self, writer: BackgroundWriter, queue: SchedulingQueue) -> None:
+    def __init__(
+        self,
+        writer: BackgroundWriter,
+        queue: SchedulingQueue,
+        explanations: Explanations | None = None,
+    ) -> None:
         self._writer = writer
         self._queue = queue
+        # The last failed attempt of each pending pod (``troupe explain``).
+        self.explanations = explanations
 
     def report(
         self,
@@ -66,6 +74,8 @@ class FailureReporter:
             entity.unschedulable_plugins = set()
         else:
             entity.unschedulable_plugins = plugins
+        if self.explanations is not None:
+            self.explanations.pod_failed(info, status, diagnosis, message, nominated_node_name)
         # Ends the attempt too (the queue checks events seen while in flight).
         self._queue.add_unschedulable_if_not_present(entity, cycle)
         reason = REASON_SCHEDULER_ERROR if status.code is Code.ERROR else REASON_UNSCHEDULABLE

@@ -57,7 +57,10 @@ def diagnose_pre_filter(
     if status.plugin:
         plugins.add(status.plugin)
     return Diagnosis(
-        num_nodes=num_nodes, unschedulable_plugins=plugins, pre_filter_message=status.message
+        num_nodes=num_nodes,
+        unschedulable_plugins=plugins,
+        pre_filter_message=status.message,
+        plugin_counts={f"PreFilter/{p}": num_nodes for p in sorted(plugins)},
     )
 
 
@@ -81,9 +84,14 @@ def diagnose(
         if n:
             counts[pre_filter_excluded_reason(pre.plugins)] = n
             unresolvable = left_out
+            for plugin in pre.plugins:
+                diagnosis.plugin_counts[f"PreFilter/{plugin}"] = n
         diagnosis.unschedulable_plugins.update(pre.plugins)
     for name, result, newly in outcome.rejected_by:
         diagnosis.unschedulable_plugins.add(name)
+        first = int(np.count_nonzero(newly))
+        if first:
+            diagnosis.plugin_counts[f"Filter/{name}"] = first
         for rejection in result.explain():
             hit = rejection.nodes & newly
             n = int(np.count_nonzero(hit))

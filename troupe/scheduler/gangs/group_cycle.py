@@ -60,6 +60,7 @@ from troupe.scheduler.gangs.report import (
     GangReporter,
 )
 from troupe.scheduler.gangs.topology import TopologyPlacer
+from troupe.scheduler.observe.explain import Explanations, Record, member_entry
 from troupe.scheduler.observe.stats import AttemptStats
 
 log = structlog.get_logger("troupe.gang")
@@ -81,8 +82,11 @@ class GroupCycle:
         stats: AttemptStats,
         report: GangReporter,
         held: Callable[[GroupKey], bool] | None = None,
+        explanations: Explanations | None = None,
     ) -> None:
         self.groups = groups
+        # The last failed attempt of each pending group (``troupe explain``).
+        self.explanations = explanations
         # Groups that must not be scheduled now (their bound members are being
         # evicted, troupe.scheduler.gangs.recovery).
         self.held = held
@@ -200,6 +204,8 @@ class GroupCycle:
             "scheduled", fwk.name, time.perf_counter() - start, _entity_type(ref)
         )
         self.preemption.forget(ref.key)
+        if self.explanations is not None:
+            self.explanations.group_gone(ref.key)
         placed_keys = {p.info.key for p in placed}
         remainder = [k for k in entity.members if k not in placed_keys]
         if remainder:
@@ -287,6 +293,12 @@ class GroupCycle:
             else:
                 reason = REASON_UNSCHEDULABLE
             self.report.pod(info, reason, message, nominated_node_name=nominated.get(info.key))
+        if self.explanations is not None:
+            self.explanations.group_failed(
+                ref.key,
+                _record(entity, policy, already, placed, failures, shortfall, state, why, message)
+                | {"preemption": _preemption_record(preemption)},
+            )
         self.report.group_event(ref, message)
         self.report.group_condition(ref, "SchedulerError" if error else "Unschedulable", message)
         result = "error" if error else "unschedulable"
@@ -326,6 +338,75 @@ class GroupCycle:
                 "own minCount, so none of its pods is bound yet"
             )
             self.report.pod(p.info, REASON_NOT_MEET_MIN_MEMBER, message)
+
+
+def _record(
+    entity: QueuedGroupInfo,
+    policy: GangPolicy,
+    already: int,
+    placed: list[Placement],
+    failures: list[Failure],
+    shortfall: str,
+    state: str,
+    why: str,
+    message: str,
+) -> Record:
+    """The structured diagnosis of a rejected attempt (``troupe explain``)."""
+    ref = entity.ref
+    sub = ref.pod_group + (f"/{ref.replica_key}" if ref.replica_key else "")
+    failed = {info.key: (status, diagnosis) for info, status, diagnosis in failures}
+    where = {p.info.key: p.result.node for p in placed}
+    members: list[Record] = []
+    for info in member_order(list(entity.members.values())):
+        found = failed.get(info.key)
+        if found is None:
+            entry = member_entry(info, None, None, REASON_NOT_MEET_MIN_MEMBER, "")
+            entry["fitsOn"] = where.get(info.key, "")
+        else:
+            status, diagnosis = found
+            reason = REASON_SCHEDULER_ERROR if status.code is Code.ERROR else REASON_UNSCHEDULABLE
+            entry = member_entry(
+                info, status, diagnosis, reason, failure_message(status, diagnosis)
+            )
+        members.append(entry)
+    levels = policy.topology
+    return {
+        "kind": "podgroup",
+        "name": ref.display,
+        "key": ref.key,
+        "group": {
+            "kind": ref.kind,
+            "api": ref.api.value,
+            "namespace": ref.namespace,
+            "name": ref.name,
+            "sub": sub,
+        },
+        "message": message,
+        "why": why,
+        "quorum": {
+            "minCount": policy.min_count,
+            "minCountField": ref.min_count_field,
+            "alreadyPlaced": already,
+            "fit": already + len(placed),
+            "pending": len(entity.members),
+            "state": state,
+        },
+        "minResourcesShortfall": shortfall,
+        "topology": {"required": levels.required, "preferred": list(levels.preferred)},
+        "members": members,
+    }
+
+
+def _preemption_record(preemption: PreemptionOutcome | None) -> Record | None:
+    if preemption is None:
+        return None
+    plan = preemption.plan
+    return {
+        "result": preemption.result,
+        "message": preemption.message,
+        "victims": [v.key for v in plan.victims] if plan is not None else [],
+        "nominated": dict(plan.nominated) if plan is not None else {},
+    }
 
 
 def _noun(ref: GroupRef) -> str:

@@ -55,6 +55,7 @@ from troupe.scheduler.gangs.recovery import GangRecovery
 from troupe.scheduler.gangs.report import GangReporter
 from troupe.scheduler.gangs.timeouts import GangTimeouts
 from troupe.scheduler.gangs.topology import TopologyPlacer
+from troupe.scheduler.observe.explain import Explanations
 from troupe.scheduler.observe.metrics import SchedulerMetrics
 from troupe.scheduler.observe.stats import AttemptStats
 
@@ -139,7 +140,9 @@ class Scheduler:
         self.writer = BackgroundWriter(
             client, self.background, bindings=self.bindings, clock=self.clock
         )
-        self.failures = FailureReporter(self.writer, self.queue)
+        # The last failed attempt of every pending pod and group (``troupe explain``).
+        self.explanations = Explanations()
+        self.failures = FailureReporter(self.writer, self.queue, self.explanations)
         self.preemptions = Preemptions(
             client, self.writer, self.queue, self.waiting, self.background, metrics
         )
@@ -222,6 +225,7 @@ class Scheduler:
             stats=self.stats,
             report=report,
             held=self.gang_recovery.holds,
+            explanations=self.explanations,
         )
         self.gang_timeouts = GangTimeouts(
             clock=clock,

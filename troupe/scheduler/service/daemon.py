@@ -225,6 +225,18 @@ class SchedulerDaemon:
         if self._loop_task is not None:
             await self._loop_task
 
+    def explain(
+        self, kind: str, namespace: str, name: str, sub: str = ""
+    ) -> dict[str, object] | None:
+        """The last failed attempt of a pending pod (``kind`` "pod") or group
+        ("podgroup"; ``sub``: a Workload's ``podGroup[/replica]``), or None."""
+        if self.scheduler is None:
+            return None
+        found = self.scheduler.explanations
+        if kind == "pod":
+            return found.pod(f"{namespace}/{name}")
+        return found.group(namespace, name, sub)
+
     @property
     def healthy(self) -> bool:
         loop_alive = self._loop_task is not None and not self._loop_task.done()

@@ -122,6 +122,7 @@ class ClusterEventHandlers:
         if self._pods is not None:
             self._pods.on_pod_add(pod)
         if pod.spec.node_name:
+            s.explanations.pod_gone(pod.key)
             if pod.is_terminal:
                 return
             s.cache.add_pod(pod)
@@ -156,6 +157,7 @@ class ClusterEventHandlers:
                 return
             if not old.spec.node_name or old.spec.node_name != new.spec.node_name:
                 # Bound (by us or anyone): it leaves the queue and occupies its node.
+                s.explanations.pod_gone(new.key)
                 s.binding.pod_superseded(new.key)
                 s.queue.delete(old)
                 s.cache.add_pod(new)
@@ -216,6 +218,7 @@ class ClusterEventHandlers:
         s = self._s
         self._bad_pods.pop(pod.key, None)
         s.groups.pod_gone(pod)
+        s.explanations.pod_gone(pod.key)
         if self._pods is not None:
             self._pods.on_pod_delete(pod)
         waiting = s.waiting.get(pod.key)
@@ -328,6 +331,7 @@ class ClusterEventHandlers:
 
     def on_group_delete(self, api: GangApi, obj: GroupObject) -> None:
         meta = obj.metadata
+        self._s.explanations.object_gone(meta.namespace, meta.name)
         if isinstance(obj, TEMPLATES_OBJECTS):
             self._s.groups.remove_templates(meta.namespace, meta.name)
             return
