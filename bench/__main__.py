@@ -3,14 +3,28 @@
 ``python -m bench churn --rounds 5 --pods 6000``, ``python -m bench chaos [--quick] [--seed N]``,
 ``python -m bench soak --minutes 30``,
 ``python -m bench preemption [--shapes 1x1000,100x8,1x64@rack] [--minimum]``,
-``python -m bench scale --nodes 5000 --existing-pods 1000 --pods 50000``."""
+``python -m bench scale --nodes 5000 --existing-pods 1000 --pods 50000``,
+``python -m bench peer --scheduler-cmd "PATH --config {config}" [--quick]``,
+``python -m bench simrate --nodes 5000 --existing-pods 1000 --pods 10000 --watchers 2``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from bench import basic, chaos, churn, e2e, gang, preemption, scale, soak, transport
+from bench import (
+    basic,
+    chaos,
+    churn,
+    e2e,
+    gang,
+    peer,
+    preemption,
+    scale,
+    simrate,
+    soak,
+    transport,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     scale.add_arguments(sub.add_parser("scale", help="the daemon's memory with many pods"))
     preemption.add_arguments(
         sub.add_parser("preemption", help="gang preemption on a full cluster; vs brute force")
+    )
+    peer.add_arguments(
+        sub.add_parser("peer", help="troupe and another scheduler binary side by side")
+    )
+    simrate.add_arguments(
+        sub.add_parser("simrate", help="the embedded API server's binds/s with watchers")
     )
     args = parser.parse_args(argv)
     if args.name == "basic":
@@ -46,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         return scale.run(args)
     if args.name == "preemption":
         return preemption.run(args)
+    if args.name == "peer":
+        return peer.run(args)
+    if args.name == "simrate":
+        return simrate.run(args)
     return 2
 
 

@@ -42,6 +42,10 @@ PodGroups too (spec ``schedulingPolicy.gang.minCount``, members joined by
 and its value as the group's ``spec.priority``, and ``--gang-required KEY`` as
 ``spec.schedulingConstraints.topology``.
 
+``--scheduler-name NAME`` puts ``schedulerName: NAME`` on the pending pods and gang
+members (default ``troupe-scheduler``; ``bench.peer`` runs another scheduler on the same
+workloads) and ``--pod-cpu`` sets the pending pods' CPU request (default 100m).
+
 ``--profile FILE`` runs cProfile from ``READY`` until stdin closes and writes the stats
 to FILE (``bench e2e --profile-server``). ``ServerProcess.cpu_seconds()`` is the
 process's CPU time so far (Linux ``/proc``), read by ``bench e2e`` for CPU per pod.
@@ -94,9 +98,10 @@ def pod(
     annotations: dict[str, str] | None = None,
     priority_class: str = "",
     pod_group: str = "",
+    scheduler_name: str = "troupe-scheduler",
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "schedulerName": "troupe-scheduler",
+        "schedulerName": scheduler_name,
         "containers": [
             {
                 "name": "c",
@@ -205,6 +210,7 @@ def gang_members(
     cpu: str = "100m",
     priority_class: str = "",
     v1beta1: bool = False,
+    scheduler_name: str = "troupe-scheduler",
 ) -> list[dict[str, Any]]:
     """A gang's member pods: labelled for a scheduler-plugins PodGroup, or joined to a
     v1beta1 PodGroup by ``spec.schedulingGroup``."""
@@ -216,6 +222,7 @@ def gang_members(
             labels=None if v1beta1 else {POD_GROUP_LABEL: name},
             priority_class=priority_class,
             pod_group=name if v1beta1 else "",
+            scheduler_name=scheduler_name,
         )
         for i in range(size)
     ]
@@ -268,7 +275,8 @@ async def serve(args: argparse.Namespace) -> None:
         if args.existing_running:
             store.update("pods", {**created, "status": running_status()}, subresource="status")
     for i in range(args.pods):
-        store.create("pods", pod(f"pod-{i}"), copy=False)
+        plain = pod(f"pod-{i}", cpu=args.pod_cpu, scheduler_name=args.scheduler_name)
+        store.create("pods", plain, copy=False)
     annotations = topology_annotations(args.gang_required, args.gang_preferred)
     v1beta1 = args.gang_api == "v1beta1"
     for g in range(args.gangs):
@@ -291,6 +299,7 @@ async def serve(args: argparse.Namespace) -> None:
             args.gang_cpu,
             priority_class=args.gang_priority_class,
             v1beta1=v1beta1,
+            scheduler_name=args.scheduler_name,
         )
         for member in members:
             store.create("pods", member, copy=False)
@@ -374,6 +383,8 @@ def main() -> None:
     p.add_argument("--nodes", type=int, required=True)
     p.add_argument("--existing-pods", type=int, default=0)
     p.add_argument("--pods", type=int, default=0)
+    p.add_argument("--pod-cpu", default="100m", help="CPU request of a pending pod")
+    p.add_argument("--scheduler-name", default="troupe-scheduler", help="of every pending pod")
     p.add_argument("--gangs", type=int, default=0, help="scheduler-plugins PodGroups to create")
     p.add_argument("--gang-size", type=int, default=0, help="members (and minMember) per gang")
     p.add_argument("--gang-memory", default="128Mi", help="memory request of a gang member")
