@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import signal
 import socket
@@ -11,6 +12,9 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
+
+PEER_ENV = "TROUPE_PEER_SCHEDULER"
 
 
 def free_port() -> int:
@@ -163,6 +167,78 @@ async def test_serve_without_scheduler_leaves_scheduling_to_troupe_run_in_its_ow
         assert sim.returncode == 0
     finally:
         for proc in (run, sim):
+            if proc is not None and proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+
+DEFAULT_SCHEDULER_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: upstream, namespace: default}
+spec:
+  containers: [{name: c, image: pause, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+@pytest.mark.skipif(
+    not os.environ.get(PEER_ENV),
+    reason=f"needs a kube-scheduler binary in ${PEER_ENV} (docs/benchmarks.md, bench peer)",
+)
+async def test_an_unmodified_kube_scheduler_default_profile_binds_on_the_embedded_cluster(
+    tmp_path: Path,
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    config = tmp_path / "scheduler.yaml"
+    # Upstream's default profile, untouched: only the connection is set (the embedded
+    # cluster speaks JSON, no protobuf) and there is a single replica.
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        f"clientConnection: {{kubeconfig: {kubeconfig}, contentType: application/json}}\n"
+        "leaderElection: {leaderElect: false}\n"
+    )
+    sim = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "troupe",
+        "sim",
+        "--serve",
+        "--no-scheduler",
+        "--port",
+        str(free_port()),
+        "--kubeconfig-out",
+        str(kubeconfig),
+        "--nodes",
+        "3",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    peer: asyncio.subprocess.Process | None = None
+    try:
+        assert sim.stderr is not None
+        await asyncio.wait_for(sim.stderr.readline(), 60)
+        peer = await asyncio.create_subprocess_exec(
+            os.environ[PEER_ENV],
+            "--config",
+            str(config),
+            "--secure-port",
+            "0",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        await kubectl(kubeconfig, "create", "-f", "-", stdin=DEFAULT_SCHEDULER_POD)
+        await kubectl(
+            kubeconfig,
+            "wait",
+            "--for=jsonpath={.status.phase}=Running",
+            "pod/upstream",
+            "--timeout=50s",
+        )
+        pod = json.loads(await kubectl(kubeconfig, "get", "pod", "upstream", "-o", "json"))
+        assert pod["spec"]["nodeName"].startswith("node-")
+    finally:
+        for proc in (peer, sim):
             if proc is not None and proc.returncode is None:
                 proc.kill()
                 await proc.wait()
