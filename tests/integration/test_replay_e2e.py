@@ -21,6 +21,7 @@ from troupe.sim.nodespec import NodeSpec
 from troupe.sim.snapshot_file import read_snapshot
 
 from tests.integration.conftest import pod
+from tests.integration.report_page import Report
 
 NODE_TEMPLATE = """\
 apiVersion: v1
@@ -248,3 +249,67 @@ def test_replay_compare_prints_both_profiles(
     # MostAllocated packs: a whole 8-cpu node stays free; LeastAllocated spreads.
     assert doc["compare"][1]["fragmentation"]["cpu"] == "8"
     assert doc["compare"][0]["fragmentation"]["cpu"] != "8"
+
+
+def test_replay_report_matches_the_run(
+    snapshot_file: Path, node_yaml: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The gang binds on two added nodes; the page's data is the run's ``-o json``."""
+    page = tmp_path / "report.html"
+    args = [str(snapshot_file), "--add-nodes", "2", "--node-template", str(node_yaml)]
+    doc = json.loads(replay(capsys, *args, "-o", "json", "--report", str(page)))
+    report = Report(page)
+    report.assert_self_contained()
+    assert report.figures() == ["troupe-heatmap-0", "troupe-timeline-0"]
+    assert report.data["source"] == "replay"
+    [run] = report.data["runs"]
+    assert run["label"] == "default"
+    assert run["pods"] == len(doc["pods"]) == 6
+    assert run["bound"] == sum(1 for p in doc["pods"] if p["node"]) == 6
+    assert run["pendingPods"] == [
+        {"pod": f"{p['namespace']}/{p['name']}", "reason": p["reason"]} for p in doc["pending"]
+    ]
+    [gang] = run["gangs"]
+    assert (gang["name"], gang["minMember"], gang["bound"]) == ("big", 3, 3)
+    assert gang["outcome"] == "scheduled" and gang["boundBefore"] == 0
+    # Replay times: every pod there at the start, bound by the replay's scheduler.
+    assert gang["submitted"] == 0.0 and gang["finished"] is None
+    assert 0 < gang["firstBound"] <= gang["lastBound"] <= run["seconds"]
+    assert "no submission times" in run["timesNote"]
+    # The heatmap's numbers add up to the utilisation table.
+    nodes = {n["name"]: n["resources"] for n in run["nodes"]}
+    assert set(nodes) == {"node-0", "node-1", "big-replay-0", "big-replay-1"}
+    cpu = doc["utilisation"]["cpu"]
+    assert sum(r["cpu"]["requested"] for r in nodes.values()) == float(cpu["requested"])
+    assert sum(r["cpu"]["allocatable"] for r in nodes.values()) == float(cpu["allocatable"])
+    assert sum(r["pods"]["requested"] for r in nodes.values()) == int(
+        doc["utilisation"]["pods"]["requested"]
+    )
+    # db-0 was bound in the snapshot and stays on node-0.
+    assert nodes["node-0"]["cpu"]["requested"] >= 2.0
+
+
+def test_replay_report_of_a_pending_gang_and_of_a_compare(
+    snapshot_file: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    page = tmp_path / "report.html"
+    most = tmp_path / "most-allocated.yaml"
+    most.write_text(MOST_ALLOCATED)
+    replay(capsys, str(snapshot_file), "--compare", "default", str(most), "--report", str(page))
+    report = Report(page)
+    report.assert_self_contained()
+    assert report.figures() == [
+        "troupe-heatmap-0",
+        "troupe-timeline-0",
+        "troupe-heatmap-1",
+        "troupe-timeline-1",
+    ]
+    assert [r["label"] for r in report.data["runs"]] == ["default", "most-allocated"]
+    for run in report.data["runs"]:
+        [gang] = run["gangs"]
+        assert (gang["name"], gang["bound"], gang["outcome"]) == ("big", 0, "pending")
+        assert gang["firstBound"] is None
+        assert {p["pod"] for p in run["pendingPods"]} == {f"default/big-{i}" for i in range(3)}
+        assert all("Insufficient cpu" in p["reason"] for p in run["pendingPods"])
+        cpu = [n["resources"]["cpu"] for n in run["nodes"]]
+        assert sum(c["requested"] for c in cpu) == 5.0  # db-0 and the three web pods

@@ -10,6 +10,8 @@ import re
 import sys
 from pathlib import Path
 
+from tests.integration.report_page import Report
+
 SCENARIO = """\
 name: smoke
 nodes:
@@ -88,3 +90,55 @@ async def test_troupe_sim_plays_a_scenario_file(tmp_path: Path) -> None:
     reasons = out.split("Pending pods, by reason:", 1)[1]
     assert "0/2 nodes are available: 2 Insufficient cpu." in reasons
     assert re.search(r"^pair\s+coscheduling\s+2\s.*\s2\s+2\s+completed\s", out, re.MULTILINE)
+
+
+async def test_troupe_sim_report_writes_a_self_contained_page_of_the_run(tmp_path: Path) -> None:
+    scenario = tmp_path / "smoke.yaml"
+    scenario.write_text(SCENARIO)
+    page = tmp_path / "out.html"
+    code, out, err = await troupe_sim(
+        "--scenario", str(scenario), "--no-progress", "--report", str(page), timeout=30
+    )
+    assert code == 0, err
+    assert f"wrote the report {page}" in err
+    report = Report(page)
+    report.assert_self_contained()
+    assert report.figures() == ["troupe-heatmap-0", "troupe-timeline-0"]
+    assert report.data["source"] == "sim"
+    [run] = report.data["runs"]
+    # The same run as the summary printed: 5 of 6 pods bound, big-0 pending.
+    assert re.search(r"scheduled 5, pending 1, ran to completion 2", out), out
+    assert (run["label"], run["pods"], run["bound"], run["pending"]) == ("smoke", 6, 5, 1)
+    [pending] = run["pendingPods"]
+    assert pending["pod"] == "default/big-0"
+    assert "0/2 nodes are available: 2 Insufficient cpu." in pending["reason"]
+    assert pending["reason"] in out
+    [gang] = run["gangs"]
+    assert {k: gang[k] for k in ("name", "size", "minMember", "bound", "outcome")} == {
+        "name": "pair",
+        "size": 2,
+        "minMember": 2,
+        "bound": 2,
+        "outcome": "completed",
+    }
+    assert 0.1 <= gang["submitted"] <= gang["firstBound"] <= gang["lastBound"]
+    assert gang["lastBound"] <= gang["finished"] <= run["seconds"]
+    # At the end the three web pods (1 cpu, 128Mi each) hold their requests; the
+    # gang's pods completed and hold nothing.
+    nodes = run["nodes"]
+    assert [n["name"] for n in nodes] == ["node-0", "node-1"]
+    cpu = [n["resources"]["cpu"] for n in nodes]
+    assert [c["allocatable"] for c in cpu] == [4.0, 4.0]
+    assert sum(c["requested"] for c in cpu) == 3.0
+    for c in cpu:
+        assert c["percent"] == round(100 * c["requested"] / 4, 1)
+        assert c["text"] == f"{c['requested']:g} / 4"
+    assert sum(n["resources"]["memory"]["requested"] for n in nodes) == 3 * 128 * 2**20
+    assert sum(n["resources"]["pods"]["requested"] for n in nodes) == 3
+    assert all(n["zone"] for n in nodes)  # the heatmap groups nodes by zone
+
+
+async def test_troupe_sim_report_is_not_for_serve(tmp_path: Path) -> None:
+    code, _, err = await troupe_sim("--serve", "--report", str(tmp_path / "x.html"), timeout=30)
+    assert code == 2
+    assert "--report" in err and "--serve" in err

@@ -7,7 +7,9 @@ with no nodes of its own; ``troupe.sim.replay``), applies the what-if changes
 configuration when unset or ``default``) against it over HTTP, waits until the
 scheduler is idle and reports what bound where, what stays pending and why, the
 gangs, and utilisation. ``--compare A B`` runs the replay once per configuration, each
-on a fresh copy of the cluster, and prints both outcomes side by side. docs/replay.md.
+on a fresh copy of the cluster, and prints both outcomes side by side.
+``--report FILE.html`` also writes an HTML page of the run(s) (``troupe.sim.report``).
+docs/replay.md.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from troupe.api.config import (
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.service.logs import configure_logging
-from troupe.sim import replay
+from troupe.sim import replay, report
 from troupe.sim.cluster import SimCluster
 from troupe.sim.snapshot_file import Snapshot, SnapshotError, read_snapshot
 
@@ -59,6 +61,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--add", action="append", default=[], metavar="MANIFEST", help="create more objects"
     )
     p.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--report",
+        default=None,
+        metavar="FILE.html",
+        help="also write an HTML report of the replay (self-contained)",
+    )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for idle")
     p.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
     p.set_defaults(replay_parser=p)
@@ -165,6 +173,18 @@ def main(args: argparse.Namespace) -> int:
             header += f", server {snapshot.server_version})" if snapshot.server_version else ")"
         print(header)
         print(render(runs[0]) if len(runs) == 1 else render_compare(runs[0], runs[1]))
+    if args.report:
+        try:
+            out = report.write(
+                args.report,
+                f"troupe replay {Path(args.file).name}",
+                "replay",
+                [report.replay_run(r.profile, r.outcome, r.seconds) for r in runs],
+            )
+        except OSError as exc:
+            print(f"troupe replay: cannot write the report: {exc}", file=sys.stderr)
+            return 1
+        print(f"troupe replay: wrote the report {out}", file=sys.stderr)
     return 0
 
 
@@ -190,12 +210,23 @@ async def _replay(
             daemon = SchedulerDaemon(
                 config, Connection(kubeconfig=str(kubeconfig)), seed=1, sync_timeout=30
             )
+            # When each pod to schedule is bound (the report's gang timeline).
+            bound_at: dict[str, float] = {}
+            wanted = set(keys)
+
+            def on_pod(_: str, pod: dict[str, Any]) -> None:
+                name = replay.key(pod)
+                if name in wanted and name not in bound_at and pod["spec"].get("nodeName"):
+                    bound_at[name] = time.monotonic() - start
+
             start = time.monotonic()
+            stop_listening = cluster.store.listen("pods", on_pod)
             await daemon.start()
             try:
                 settled = await wait_idle(cluster, daemon, set(keys), timeout)
-                result = replay.outcome(cluster, keys)
+                result = replay.outcome(cluster, keys, bound_at)
             finally:
+                stop_listening()
                 await daemon.stop(grace=1)
         return Run(profile, result, len(cluster.node_names), settled, time.monotonic() - start)
 

@@ -3,7 +3,8 @@
 With no arguments: start the embedded API server with simulated nodes and kubelets,
 start the scheduler against it over HTTP (the production client path), play the
 default scenario with a progress bar, print a summary and exit 0.
-``--scenario FILE`` plays a YAML scenario (docs/scenarios.md).
+``--scenario FILE`` plays a YAML scenario (docs/scenarios.md); ``--report FILE.html``
+also writes an HTML page of the run (``troupe.sim.report``, docs/replay.md).
 ``--serve`` keeps the cluster and the scheduler running until SIGTERM/SIGINT, with a
 kubeconfig written for kubectl; ``--metrics-port M`` serves the scheduler's
 ``/metrics``, ``/healthz``, ``/livez`` and ``/readyz`` on 127.0.0.1:M meanwhile
@@ -33,6 +34,7 @@ from troupe.kube.health import HealthServer
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.service.logs import configure_logging
+from troupe.sim import report
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 from troupe.sim.runner import ScenarioRunner, node_spec
@@ -59,6 +61,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=int, default=None, help="simulated nodes (--serve: 10)")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--report",
+        default=None,
+        metavar="FILE.html",
+        help="also write an HTML report of the run (self-contained)",
+    )
     # main() reports misused flags through the parser, as argparse reports its own.
     p.set_defaults(sim_parser=p)
 
@@ -78,6 +86,8 @@ def main(args: argparse.Namespace) -> int:
         parser.error("--no-scheduler needs --serve (a scenario plays against troupe)")
     if args.no_scheduler and args.metrics_port is not None:
         parser.error("--metrics-port serves the scheduler's endpoints: not with --no-scheduler")
+    if args.report and args.serve:
+        parser.error("--report reports a scenario's run: not with --serve")
     configure_logging(args.log_level, fmt="console")
     try:
         config = _config(args.config)
@@ -132,6 +142,18 @@ async def _play(args: argparse.Namespace, config: ResolvedConfig, scenario: obje
                 return 1
             summary = playing.result()
     print(render_summary(summary))
+    if args.report:
+        try:
+            out = report.write(
+                args.report,
+                f"troupe sim: scenario {summary.scenario!r}",
+                "sim",
+                [report.sim_run(summary)],
+            )
+        except OSError as exc:
+            print(f"troupe sim: cannot write the report: {exc}", file=sys.stderr)
+            return 1
+        print(f"troupe sim: wrote the report {out}", file=sys.stderr)
     return 0
 
 

@@ -16,20 +16,17 @@ utilisation and fragmentation. The scheduler itself is ``troupe.cli.replay``'s b
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from troupe.api.objects import Node, Pod
-from troupe.api.quantity import format_quantity
-from troupe.api.resources import node_allocatable, pod_requests
 from troupe.sim.apiserver.errors import ApiError
 from troupe.sim.apiserver.resources import ResourceType
 from troupe.sim.cluster import SimCluster
 from troupe.sim.snapshot_file import NEVER_CAPTURED, RESOURCES, Snapshot
+from troupe.sim.usage import TERMINAL_PHASES, NodeUsage, format_amount, node_usage, shown
 
 Obj = dict[str, Any]
-TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 # Server-set metadata a create would refuse or overwrite.
 _SERVER_META: Final = (
     "uid",
@@ -41,7 +38,6 @@ _SERVER_META: Final = (
     "deletionGracePeriodSeconds",
     "selfLink",
 )
-SHOWN_RESOURCES: Final = ("cpu", "memory", "pods")
 POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 
 
@@ -167,6 +163,10 @@ class Outcome:
     pending: list[dict[str, str]] = field(default_factory=list)
     utilisation: dict[str, dict[str, Any]] = field(default_factory=dict)
     fragmentation: dict[str, str] = field(default_factory=dict)
+    # For the HTML report (not in ``-o json``): each node's numbers, and each gang's
+    # members bound during the replay, in seconds from the scheduler's start.
+    nodes: list[NodeUsage] = field(default_factory=list)
+    timeline: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -185,7 +185,11 @@ def pending_reason(pod: Obj) -> str:
     return "not attempted yet"
 
 
-def outcome(cluster: SimCluster, scheduled: Iterable[str]) -> Outcome:
+def outcome(
+    cluster: SimCluster, scheduled: Iterable[str], bound_at: Mapping[str, float] | None = None
+) -> Outcome:
+    """Where the pods of ``scheduled`` went, the gangs and the utilisation; with
+    ``bound_at`` (pod -> when it was bound) the gang timeline too."""
     store = cluster.store
     pods = {key(p): p for p in store.list("pods", copy=False)}
     out = Outcome()
@@ -197,31 +201,58 @@ def outcome(cluster: SimCluster, scheduled: Iterable[str]) -> Outcome:
         if not node:
             reason = pending_reason(pod) if pod else "deleted during the replay"
             out.pending.append({"namespace": ns, "name": pod_name, "reason": reason})
-    out.gangs = gangs(cluster, list(pods.values()))
-    out.utilisation, out.fragmentation = usage(cluster, list(pods.values()))
+    rows = _gangs(cluster, list(pods.values()))
+    out.gangs = [r for r, _ in rows]
+    out.nodes = node_usage(cluster, list(pods.values()))
+    out.utilisation, out.fragmentation = usage(cluster, list(pods.values()), out.nodes)
+    if bound_at is not None:
+        out.timeline = [_times(row, members, bound_at) for row, members in rows]
     return out
 
 
-def _bound(pods: list[Obj], member: Any) -> int:
-    return sum(1 for p in pods if p["spec"].get("nodeName") and member(p))
+def _times(
+    row: dict[str, Any], members: list[str], bound_at: Mapping[str, float]
+) -> dict[str, Any]:
+    """A gang's bindings during the replay. Every member was there when the scheduler
+    started (submitted 0); members bound in the snapshot already have no time."""
+    times = sorted(bound_at[m] for m in members if m in bound_at)
+    return {
+        "namespace": row["namespace"],
+        "name": row["name"],
+        "api": row["api"],
+        "members": len(members),
+        "boundBefore": row["bound"] - len(times),
+        "submitted": 0.0,
+        "firstBound": times[0] if times else None,
+        "lastBound": times[-1] if times else None,
+    }
 
 
 def gangs(cluster: SimCluster, pods: list[Obj]) -> list[dict[str, Any]]:
     """One row per gang: its namespace, name, API (apiVersion), minCount and members bound."""
+    return [row for row, _ in _gangs(cluster, pods)]
+
+
+def _gangs(cluster: SimCluster, pods: list[Obj]) -> list[tuple[dict[str, Any], list[str]]]:
+    """Each gang's row and the keys of its live member pods."""
     store = cluster.store
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[dict[str, Any], list[str]]] = []
     live = [p for p in pods if p.get("status", {}).get("phase") not in TERMINAL_PHASES]
 
     def row(obj: Obj, name: str, min_count: int, member: Any) -> None:
         ns = obj["metadata"]["namespace"]
+        members = [p for p in live if p["metadata"]["namespace"] == ns and member(p)]
         rows.append(
-            {
-                "namespace": ns,
-                "name": name,
-                "api": obj["apiVersion"],
-                "minCount": min_count,
-                "bound": _bound([p for p in live if p["metadata"]["namespace"] == ns], member),
-            }
+            (
+                {
+                    "namespace": ns,
+                    "name": name,
+                    "api": obj["apiVersion"],
+                    "minCount": min_count,
+                    "bound": sum(1 for p in members if p["spec"].get("nodeName")),
+                },
+                sorted(key(p) for p in members),
+            )
         )
 
     for rt in store.registry:
@@ -273,51 +304,32 @@ def gangs(cluster: SimCluster, pods: list[Obj]) -> list[dict[str, Any]]:
                             and (p["spec"].get("workloadRef") or {}).get("podGroup") == g
                         ),
                     )
-    rows.sort(key=lambda r: (r["namespace"], r["name"], r["api"]))
+    rows.sort(key=lambda r: (r[0]["namespace"], r[0]["name"], r[0]["api"]))
     return rows
 
 
-def _shown(resource: str) -> bool:
-    return resource in SHOWN_RESOURCES or "gpu" in resource
-
-
-def _format(resource: str, amount: int) -> str:
-    if resource == "cpu":
-        return f"{amount / 1000:g}"
-    if resource == "memory":
-        return format_quantity(amount, binary=True)
-    return str(amount)
-
-
-def usage(cluster: SimCluster, pods: list[Obj]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+def usage(
+    cluster: SimCluster, pods: list[Obj], nodes: list[NodeUsage] | None = None
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Utilisation (requested/allocatable over all nodes) and fragmentation (the
     largest free amount on any one node), per resource."""
-    nodes = cluster.store.list("nodes", copy=False)
-    allocatable = {n["metadata"]["name"]: node_allocatable(Node.model_validate(n)) for n in nodes}
-    requested: dict[str, dict[str, int]] = {name: {} for name in allocatable}
-    for pod in pods:
-        node = pod["spec"].get("nodeName")
-        if not node or node not in requested:
-            continue
-        if pod.get("status", {}).get("phase") in TERMINAL_PHASES:
-            continue
-        on_node = requested[node]
-        for resource, amount in pod_requests(Pod.model_validate(pod)).items():
-            on_node[resource] = on_node.get(resource, 0) + amount
-        on_node["pods"] = on_node.get("pods", 0) + 1
-    resources = sorted({r for a in allocatable.values() for r in a if _shown(r)})
+    if nodes is None:
+        nodes = node_usage(cluster, pods)
+    allocatable = {n.name: n.allocatable for n in nodes}
+    requested = {n.name: n.requested for n in nodes}
+    resources = sorted({r for a in allocatable.values() for r in a if shown(r)})
     utilisation: dict[str, dict[str, Any]] = {}
     fragmentation: dict[str, str] = {}
     for r in resources:
         total = sum(a.get(r, 0) for a in allocatable.values())
         used = sum(requested[n].get(r, 0) for n in allocatable)
         utilisation[r] = {
-            "requested": _format(r, used),
-            "allocatable": _format(r, total),
+            "requested": format_amount(r, used),
+            "allocatable": format_amount(r, total),
             "percent": round(100 * used / total, 1) if total else 0.0,
         }
         free = max(
             (a.get(r, 0) - requested[n].get(r, 0) for n, a in allocatable.items()), default=0
         )
-        fragmentation[r] = _format(r, max(free, 0))
+        fragmentation[r] = format_amount(r, max(free, 0))
     return utilisation, fragmentation

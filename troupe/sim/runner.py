@@ -37,6 +37,7 @@ from troupe.sim.scenario import (
     gang_manifests,
     pod_manifests,
 )
+from troupe.sim.usage import NodeUsage, node_usage
 
 Progress = Callable[[int, int, float], None]
 """(pods scheduled, pods created, seconds elapsed)."""
@@ -138,6 +139,10 @@ class Summary:
     gangs: list[GangRow] = field(default_factory=list)
     nodes: int = 0
     capacity: dict[str, str] = field(default_factory=dict)  # allocatable, summed
+    # For the HTML report: every pod still pending (plain or gang member) with the
+    # message of its last PodScheduled=False, and each node's numbers at the end.
+    pending_pods: list[tuple[str, str]] = field(default_factory=list)
+    node_usage: list[NodeUsage] = field(default_factory=list)
 
 
 def node_spec(group: NodeGroup) -> NodeSpec:
@@ -306,6 +311,9 @@ class Tracker:
             latency_ms=latency,
             timed_out=timed_out,
             gangs=self.gang_rows(start),
+            pending_pods=sorted(
+                (r.key, r.message or r.reason or "not attempted yet") for r in pending
+            ),
         )
 
 
@@ -427,6 +435,7 @@ class ScenarioRunner:
         self._report(start)
         summary = tracker.summary(self.scenario.name, start, timed_out)
         summary.nodes, summary.capacity = self._capacity()
+        summary.node_usage = node_usage(self.cluster)
         return summary
 
     def _capacity(self) -> tuple[int, dict[str, str]]:
