@@ -23,43 +23,23 @@ from troupe.api.podinfo import PodInfo
 from troupe.api.status import Status
 from troupe.plugins.defaultpreemption.units import (
     VictimUnit,
+    importance,
     split_units_by_pdb_violation,
-    start_time,
     victim_units,
-)
-from troupe.plugins.defaultpreemption.units import (
-    importance as unit_importance,
 )
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
-
-
-def importance(info: PodInfo) -> tuple[int, float]:
-    """Sort key, most important first: higher priority, then running longer
-    (upstream ``MoreImportantPod``)."""
-    return -info.priority, start_time(info.pod)
 
 
 def split_by_pdb_violation(
     pods: Sequence[PodInfo], pdbs: Sequence[PodDisruptionBudget]
 ) -> tuple[list[PodInfo], list[PodInfo]]:
     """(pods whose eviction would take a budget below zero, the others), each in
-    the order given. Evicting the pods in order spends each budget's
-    ``disruptionsAllowed``; a pod the budget already lists as disrupted spends
-    nothing (upstream ``filterPodsWithPDBViolation``)."""
-    allowed = [pdb.status.disruptions_allowed for pdb in pdbs]
-    violating: list[PodInfo] = []
-    others: list[PodInfo] = []
-    for info in pods:
-        violated = False
-        for i, pdb in enumerate(pdbs):
-            if not pdb.covers(info.pod) or info.pod.metadata.name in pdb.status.disrupted_pods:
-                continue
-            allowed[i] -= 1
-            if allowed[i] < 0:
-                violated = True
-        (violating if violated else others).append(info)
-    return violating, others
+    the order given (upstream ``filterPodsWithPDBViolation``; ``units.py`` does it by
+    victim unit)."""
+    units = [VictimUnit(p.key, ((p, ""),), p.priority) for p in pods]
+    violating, others = split_units_by_pdb_violation(units, pdbs)
+    return [u.pods[0][0] for u in violating], [u.pods[0][0] for u in others]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +87,7 @@ def select_victims_on_node(
         status = handle.run_filter_plugins_with_nominated_pods(pod, slot)
         if not status.is_success:
             return status
-        violating, others = split_units_by_pdb_violation(sorted(units, key=unit_importance), pdbs)
+        violating, others = split_units_by_pdb_violation(sorted(units, key=importance), pdbs)
         chosen: list[VictimUnit] = []
 
         def reprieve(unit: VictimUnit) -> bool:
@@ -121,7 +101,7 @@ def select_victims_on_node(
         violations = sum(len(u.pods) for u in violating if not reprieve(u))
         for unit in others:
             reprieve(unit)
-        victims = tuple(info for u in sorted(chosen, key=unit_importance) for info, _ in u.pods)
+        victims = tuple(info for u in sorted(chosen, key=importance) for info, _ in u.pods)
         return NodeVictims(victims, violations)
     finally:
         for unit in list(off.values()):
