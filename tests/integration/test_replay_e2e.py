@@ -7,21 +7,47 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 import yaml
 from troupe.cli import main as troupe
+from troupe.scheduler.service import logs
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 from troupe.sim.snapshot_file import read_snapshot
 
 from tests.integration.conftest import pod
 from tests.integration.report_page import Report
+
+
+@pytest.fixture(autouse=True)
+def process_logging_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``troupe replay`` runs in this process here and configures logging as the
+    command does, but without caching loggers on first use (a cached module logger
+    would keep this configuration after the test and hide later tests' log lines from
+    ``structlog.testing.capture_logs``); everything is put back afterwards."""
+    original = logs.configure_logging
+
+    def configure(*args: Any, **kwargs: Any) -> None:
+        original(*args, **kwargs)
+        structlog.configure(cache_logger_on_first_use=False)
+
+    monkeypatch.setattr("troupe.cli.replay.configure_logging", configure)
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    structlog.reset_defaults()
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
 
 NODE_TEMPLATE = """\
 apiVersion: v1
