@@ -14,6 +14,7 @@ from troupe.api.client import ApiError
 from troupe.api.clock import FakeClock
 from troupe.api.objects import ObjectMeta, Pod, PodSpec
 from troupe.api.quantity import QuantityError
+from troupe.kube import informer as informer_module
 from troupe.kube.informer import Informer, InformerConfig, _Gone
 
 from tests.kube.fakes import FakeTransport, ScriptedWatch, reply
@@ -216,7 +217,13 @@ def test_a_failing_handler_is_counted_and_does_not_stop_the_informer() -> None:
     assert inf.counters.handler_errors == 2 and set(inf.store) == {"ns/a", "ns/b"}
 
 
-def test_an_object_whose_quantities_do_not_parse_is_one_line_naming_the_field() -> None:
+def test_an_object_whose_quantities_do_not_parse_is_one_line_naming_the_field(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A fresh module logger: one a test before this cached under its own logging
+    # configuration would bypass capture_logs.
+    monkeypatch.setattr(informer_module, "log", structlog.get_logger("troupe.kube.informer"))
+
     # A user's mistake (a request of "1x", a negative limit), not a bug: no traceback.
     def refuse(p: Pod) -> None:
         raise QuantityError("1x", "bad suffix", f"pod {p.key}: spec.containers[0].cpu")
