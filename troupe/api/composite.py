@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from troupe.api.gangs import GroupKey
+from troupe.api.group_key import GroupKey
 from troupe.api.topology import TopologyLevels
 
 

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, NewType, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from troupe.api.group_key import GroupKey as GroupKey
 from troupe.api.objects import Pod, PodKey
 from troupe.api.topology import TopologyLevels
 
 if TYPE_CHECKING:
     from troupe.api.composite import GroupNode
 
-GroupKey = NewType("GroupKey", str)
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 

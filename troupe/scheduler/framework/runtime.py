@@ -38,13 +38,10 @@ from troupe.api.framework import (
     DisruptionPlan,
     FilterPlugin,
     FilterResult,
-    GroupEvaluation,
-    GroupPreemptor,
     NamespaceLabels,
     NamespaceLister,
     PermitDisruptionPlugin,
     PermitPlugin,
-    PlacementAssignment,
     PlacementFeasiblePlugin,
     PlacementGeneratePlugin,
     PlacementLevels,
@@ -78,6 +75,7 @@ from troupe.scheduler.framework.diagnosis import (
     MergedPreFilterResult,
     no_common_node,
 )
+from troupe.scheduler.framework.group_points import GroupPoints
 from troupe.scheduler.framework.instrument import (
     RECORD_PLUGIN_METRICS,
     Observer,
@@ -115,7 +113,7 @@ def _default_sort_key(entity: Sortable) -> tuple[Any, ...]:
     return (-entity.priority, entity.timestamp, entity.key)
 
 
-class Framework:
+class Framework(GroupPoints):
     def __init__(
         self,
         profile: ResolvedProfile,
@@ -441,51 +439,6 @@ class Framework:
         return total, status
 
     # --- Reserve to PostBind: the one runner shape (troupe.scheduler.framework.runners)
-
-    def run_pod_group_post_filter(
-        self, preemptor: GroupPreemptor, evaluate: Callable[[], GroupEvaluation]
-    ) -> tuple[DisruptionPlan | None, Status]:
-        """The first PodGroupPostFilter plugin's plan (upstream runs only one)."""
-        for name, plugin in self.pod_group_post_filter:
-            try:
-                plan, status = plugin.pod_group_post_filter(preemptor, evaluate)
-            except Exception as exc:
-                return None, plugin_error(name, "podGroupPostFilter", exc)
-            if status.code is Code.ERROR:
-                return None, plugin_failure(name, "podGroupPostFilter", status)
-            return plan, status.stamped(name)
-        return None, Status.unschedulable("no PodGroupPostFilter plugin is enabled")
-
-    # --- placements (KEP-5732) --------------------------------------------------------
-
-    def run_placement_score(
-        self, table: NodeTable, assignments: Sequence[PlacementAssignment]
-    ) -> tuple[list[int], Status]:
-        """Every candidate's weighted total over the placementScore plugins, each
-        plugin's scores normalized over the candidates first."""
-        totals = [0] * len(assignments)
-        for name, plugin, weight in self.placement_score:
-            try:
-                scores = [plugin.score_placement(table, a) for a in assignments]
-                status = SUCCESS
-                normalizer = self._placement_normalizers.get(name)
-                if normalizer is not None:
-                    status = normalizer.normalize_placement_score(scores)
-            except Exception as exc:
-                return totals, plugin_error(name, "placementScore", exc)
-            if not status.is_success:
-                return totals, plugin_failure(name, "placementScore", status)
-            for i, score in enumerate(scores):
-                totals[i] += score * weight
-        return totals, SUCCESS
-
-    def run_placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
-        """The first non-success of the placementFeasible plugins (Wait: not yet)."""
-        for name, plugin in self.placement_feasible:
-            status = plugin.placement_feasible(min_count, scheduled, remaining)
-            if not status.is_success:
-                return status.stamped(name)
-        return SUCCESS
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         return runners.run(
