@@ -14,7 +14,6 @@ import re
 from typing import Any, Final
 
 from troupe.sim.apiserver.resources import (
-    STANDARD_VERBS,
     SUBRESOURCE_KINDS,
     SUBRESOURCE_VERBS,
     Registry,
@@ -122,7 +121,7 @@ def _resource_entries(rt: ResourceType) -> list[dict[str, Any]]:
         "singularName": rt.singular,
         "namespaced": rt.namespaced,
         "kind": rt.kind,
-        "verbs": list(STANDARD_VERBS),
+        "verbs": list(rt.verbs),
     }
     if rt.short_names:
         main["shortNames"] = list(rt.short_names)
@@ -168,7 +167,7 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
         "responseKind": {"group": "", "version": "", "kind": rt.kind},
         "scope": "Namespaced" if rt.namespaced else "Cluster",
         "singularResource": rt.singular,
-        "verbs": list(STANDARD_VERBS),
+        "verbs": list(rt.verbs),
     }
     if rt.short_names:
         resource["shortNames"] = list(rt.short_names)

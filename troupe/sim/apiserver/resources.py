@@ -82,6 +82,9 @@ class ResourceType:
     # Another type's kind key whose storage this one shares (a view converted by
     # conversion.py): events.k8s.io/v1 Events are core v1 Events.
     shares_storage_of: str = ""
+    # The verbs discovery advertises; ``("create",)`` for the review kinds, which are
+    # answered by ``ApiServer.reviews`` (``reviews.py``) and never stored.
+    verbs: tuple[str, ...] = STANDARD_VERBS
     key: KindKey = field(init=False)
 
     def __post_init__(self) -> None:
@@ -365,6 +368,26 @@ BUILTIN_TYPES: Final[tuple[ResourceType, ...]] = (
         field_labels=("spec.nodeName", "spec.driver"),
         own_field_conversion=True,
         field_error_names_kind=True,
+    ),
+    # RBAC objects, stored only: requests are not authorized against them, but
+    # SubjectAccessReviews are evaluated against them (``rbac.py``).
+    ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False
+    ),
+    # Create-only reviews, answered without storing anything (``reviews.py``).
+    ResourceType(
+        "authentication.k8s.io", "v1", "TokenReview", "tokenreviews", False, verbs=("create",)
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        False,
+        verbs=("create",),
     ),
     ResourceType(
         "apiextensions.k8s.io",

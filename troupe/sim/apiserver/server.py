@@ -11,7 +11,6 @@ uses ``ApiServer.store`` directly.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import ssl
 from collections.abc import Iterable
@@ -23,11 +22,13 @@ from aiohttp import web
 
 from troupe.api.clock import Clock
 from troupe.sim.apiserver import discovery, errors, handlers, openapi
+from troupe.sim.apiserver.authn import Authenticator, TokenUsers
 from troupe.sim.apiserver.errors import ApiError, status_failure
 from troupe.sim.apiserver.events import dumps
 from troupe.sim.apiserver.faults import Faults
 from troupe.sim.apiserver.handlers import ResourceRequest, json_response
 from troupe.sim.apiserver.ledger import WriteLedger
+from troupe.sim.apiserver.reviews import Reviews
 from troupe.sim.apiserver.strategies import WORKLOAD_VERSIONS, new_store
 from troupe.sim.apiserver.watch import TRUE_VALUES, WatchStreams, serve_watch
 from troupe.sim.kubeconfig import write_kubeconfig
@@ -60,12 +61,15 @@ class ApiServer:
         clock: Clock | None = None,
         ssl_context: ssl.SSLContext | None = None,
         token: str | None = None,
+        token_users: TokenUsers | None = None,
         workload_versions: Iterable[str] = WORKLOAD_VERSIONS,
     ) -> None:
         """``ssl_context`` serves HTTPS; ``token`` requires ``Authorization: Bearer <token>``
         on every request but the health probes (a static-token authenticator, so clients'
-        credential handling can be checked end to end); ``workload_versions``: which
-        ``scheduling.k8s.io`` versions of Workload and PodGroup are served."""
+        credential handling can be checked end to end); ``token_users``: the users of a
+        ``--token-auth-file`` (``authn.py``), whose tokens are accepted too and whom
+        TokenReviews answer; ``workload_versions``: which ``scheduling.k8s.io`` versions
+        of Workload and PodGroup are served."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -75,6 +79,8 @@ class ApiServer:
         self.url = ""
         self.ssl_context = ssl_context
         self.token = token
+        self.authenticator = Authenticator(token, token_users)
+        self.reviews = Reviews(self.store, self.authenticator)
         self._audit: list[AuditRecord] | None = None
         self._ledger: WriteLedger | None = None
         self._runner: web.AppRunner | None = None
@@ -134,7 +140,7 @@ class ApiServer:
         ledger = self._ledger
         holder = ledger.arrived(request.method) if ledger is not None else None
         try:
-            if self.token is not None:
+            if self.authenticator.active:
                 self._authenticate(request)
             if self.faults.active:
                 await self.faults.apply(request.method, request.path)
@@ -168,9 +174,7 @@ class ApiServer:
     def _authenticate(self, request: web.Request) -> None:
         if request.path.strip("/") in _HEALTH:
             return
-        sent = request.headers.get("Authorization", "")
-        expected = f"Bearer {self.token}"
-        if not hmac.compare_digest(sent.encode(), expected.encode()):
+        if self.authenticator.request_user(request.headers.get("Authorization", "")) is None:
             raise ApiError(status_failure(401, "Unauthorized", "Unauthorized"))
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
@@ -263,6 +267,9 @@ class ApiServer:
     async def _verb(
         self, request: web.Request, method: str, req: ResourceRequest
     ) -> web.StreamResponse:
+        review = self.reviews.handlers.get(req.rt.key)
+        if review is not None:
+            return await review(request, req)
         store = self.store
         if method != "GET" and request.query.get("dryRun"):
             # Refuse rather than silently persisting what the client meant to try.

@@ -9,9 +9,10 @@
   NamesAccepted and Established at once. Deleting it deletes every custom object of the
   kind, ends open watches and stops serving it.
 
-``new_store`` builds a ``Store`` with these, the pod, Event, PodGroup and Workload
-strategies and the disruption controller installed and the bootstrap objects (system
-namespaces, system PriorityClasses) created; ``workload_versions`` picks which
+``new_store`` builds a ``Store`` with these, the pod, Event, PodGroup, Workload and
+RBAC binding strategies and the disruption controller installed and the bootstrap
+objects (system namespaces, system PriorityClasses, the bootstrap RBAC roles of
+``rbac_objects.py``) created; ``workload_versions`` picks which
 ``scheduling.k8s.io`` versions of Workload, PodGroup and CompositePodGroup it serves (a
 1.35 or 1.36 cluster serves no v1beta1 and no v1alpha3). ``ApiServer`` calls it.
 """
@@ -29,6 +30,7 @@ from troupe.sim.apiserver.event_strategy import EventStrategy
 from troupe.sim.apiserver.events import ADDED, DELETED, MODIFIED, WatchEvent
 from troupe.sim.apiserver.podgroup_strategy import PodGroupStrategy
 from troupe.sim.apiserver.pods import SYSTEM_PRIORITY_CLASSES, PodStrategy
+from troupe.sim.apiserver.rbac_objects import install as install_rbac
 from troupe.sim.apiserver.resources import Registry, ResourceType
 from troupe.sim.apiserver.store import Obj, Store, Strategy
 from troupe.sim.apiserver.workload_strategy import WorkloadStrategy
@@ -217,4 +219,5 @@ def new_store(
             "preemptionPolicy": "PreemptLowerPriority",
         }
         store.create("priorityclasses.scheduling.k8s.io", pc, copy=False)
+    install_rbac(store)
     return store
