@@ -11,6 +11,8 @@ kubeconfig written for kubectl; ``--metrics-port M`` serves the scheduler's
 (``--metrics-port`` without ``--serve`` is a usage error). ``--serve --no-scheduler``
 runs the API server, nodes and kubelets only: another scheduler (``troupe run`` in its own
 process, kube-scheduler, ...) schedules the pods, through the kubeconfig written.
+``--serve --token-auth-file F`` also authenticates the users of F (kube-apiserver's
+token file format) and answers TokenReviews with them (docs/embedded-cluster.md).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.service.logs import configure_logging
 from troupe.sim import report
+from troupe.sim.apiserver.authn import TokenFileError, TokenUsers
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 from troupe.sim.runner import ScenarioRunner, node_spec
@@ -52,6 +55,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help="serve /metrics and the health probes on 127.0.0.1:PORT (--serve)",
+    )
+    p.add_argument(
+        "--token-auth-file",
+        default=None,
+        metavar="FILE",
+        help="users the API server authenticates, as kube-apiserver's --token-auth-file "
+        '(CSV: token,user,uid,"group1,group2"); TokenReviews answer with them (--serve)',
     )
     p.add_argument(
         "--no-scheduler",
@@ -88,21 +98,26 @@ def main(args: argparse.Namespace) -> int:
         parser.error("--metrics-port serves the scheduler's endpoints: not with --no-scheduler")
     if args.report and args.serve:
         parser.error("--report reports a scenario's run: not with --serve")
+    if args.token_auth_file and not args.serve:
+        parser.error("--token-auth-file needs --serve (users talk to a served cluster)")
     configure_logging(args.log_level, fmt="console")
+    token_users: TokenUsers | None = None
     try:
+        if args.token_auth_file:
+            token_users = TokenUsers.from_file(args.token_auth_file)
         config = _config(args.config)
         scenario = (
             load_scenario(Path(args.scenario))
             if args.scenario
             else load_scenario(DEFAULT_SCENARIO, origin="default scenario")
         )
-    except (ConfigError, ScenarioError) as exc:
+    except (ConfigError, ScenarioError, TokenFileError, OSError) as exc:
         print(f"troupe sim: {exc}", file=sys.stderr)
         return 1
     import uvloop
 
     if args.serve:
-        return uvloop.run(_serve(args, config))
+        return uvloop.run(_serve(args, config, token_users))
     return uvloop.run(_play(args, config, scenario))
 
 
@@ -163,14 +178,16 @@ def _loop_failure(loop_ended: asyncio.Future[None]) -> BaseException | None:
     return loop_ended.exception()
 
 
-async def _serve(args: argparse.Namespace, config: ResolvedConfig) -> int:
+async def _serve(
+    args: argparse.Namespace, config: ResolvedConfig, token_users: TokenUsers | None = None
+) -> int:
     count = args.nodes if args.nodes is not None else 10
     nodes = [NodeSpec(count=count, zones=("zone-a", "zone-b", "zone-c"))] if count else []
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with SimCluster(nodes, port=args.port) as cluster:
+    async with SimCluster(nodes, port=args.port, token_users=token_users) as cluster:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(args.kubeconfig_out) if args.kubeconfig_out else Path(tmp) / "kubeconfig"
             cluster.write_kubeconfig(out)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from troupe.api.clock import Clock, RealClock
+from troupe.sim.apiserver.authn import TokenUsers
 from troupe.sim.apiserver.server import ApiServer
 from troupe.sim.apiserver.store import Store
 from troupe.sim.apiserver.strategies import WORKLOAD_VERSIONS
@@ -40,10 +41,12 @@ class SimCluster:
         history: int = 10000,
         clock: Clock | None = None,
         workload_versions: Iterable[str] = WORKLOAD_VERSIONS,
+        token_users: TokenUsers | None = None,
     ) -> None:
         """``workload_versions``: the ``scheduling.k8s.io`` versions of Workload and
         PodGroup served (default: all three, as Kubernetes 1.37); ``heartbeat``: seconds
-        between a node's status heartbeats (None: none)."""
+        between a node's status heartbeats (None: none); ``token_users``: the users of
+        a ``--token-auth-file`` the API server authenticates (``apiserver/authn.py``)."""
         self.clock: Clock = clock or RealClock()
         self.server = ApiServer(
             host,
@@ -52,6 +55,7 @@ class SimCluster:
             history=history,
             clock=self.clock,
             workload_versions=workload_versions,
+            token_users=token_users,
         )
         self.kubelets = Kubelets(
             self.server.store, self.clock, delay=kubelet_delay, heartbeat=heartbeat
