@@ -68,6 +68,47 @@ async def test_an_unreachable_api_server_fails_at_start_naming_it(tmp_path: Path
     assert "127.0.0.1:9" in failure["err"]
 
 
+async def test_debug_auth_flag_mistakes_fail_at_start(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret-debug-token-0123456789")
+    for args, says in (
+        (["--debug-auth=token"], "--debug-auth=token needs --debug-token-file"),
+        (
+            ["--debug-auth=delegated", "--debug-token-file", str(token)],
+            "--debug-token-file is for --debug-auth=token, not delegated",
+        ),
+        (["--authorization-kubeconfig", "/k"], "need --debug-auth=delegated"),
+    ):
+        proc = await run_troupe("--kubeconfig", "/nonexistent", *args)
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 1
+        assert any(says in e["msg"] for e in json_lines(err)), err.decode()
+
+
+async def test_delegated_debug_auth_without_reviews_is_logged_as_failing_closed(
+    tmp_path: Path,
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'http://127.0.0.1:9'}\n"
+        "users:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+        "current-context: x\n"
+    )
+    proc = await run_troupe(
+        "--kubeconfig", str(kubeconfig), "--leader-elect=false", "--debug-auth=delegated"
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 1
+    entries = json_lines(err)
+    serving = [e for e in entries if e["msg"].startswith("serving /metrics")]
+    assert serving and serving[0]["debug_auth"] == "delegated"
+    closed = [e for e in entries if e["msg"].startswith("delegated authentication")]
+    assert len(closed) == 2, err.decode()
+    assert "authentication.k8s.io/v1" in closed[0]["err"]
+    assert "authorization.k8s.io/v1" in closed[1]["err"]
+    assert all(e["level"] == "error" and "127.0.0.1:9" in e["err"] for e in closed)
+
+
 async def test_a_forbidden_api_discovery_without_leader_election_exits_1_saying_so(
     cluster: SimCluster, tmp_path: Path
 ) -> None:

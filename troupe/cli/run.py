@@ -35,6 +35,7 @@ from troupe.api.config import (
     load_config_file,
 )
 from troupe.kube import KubeClient, KubeConnectionError, check_reachable, connect
+from troupe.kube.debug_auth import DebugAuth, DelegatedAuth, ReviewServer, StaticToken
 from troupe.kube.health import DEFAULT_PORT, HealthServer
 from troupe.kube.leader import LeaderElector, Outcome
 from troupe.kube.transport import USER_AGENT
@@ -77,10 +78,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="port of /metrics, /healthz, /readyz (plain HTTP; put TLS in front)",
     )
     p.add_argument(
+        "--debug-auth",
+        choices=["token", "delegated"],
+        default=None,
+        help="who may read /debug/troupe/explain: 'delegated' asks the API server "
+        "(TokenReview, then SubjectAccessReview for get on the path, as kube-scheduler); "
+        "'token' the holders of --debug-token-file. Default: 'token' with "
+        "--debug-token-file, else the path is not served (docs/explain.md)",
+    )
+    p.add_argument(
         "--debug-token-file",
         default=None,
         help="serve /debug/troupe/explain to callers presenting this file's token "
-        "as a bearer token (off without it; docs/explain.md)",
+        "as a bearer token (--debug-auth=token)",
+    )
+    p.add_argument(
+        "--authentication-kubeconfig",
+        default=None,
+        help="kubeconfig of the API server answering TokenReviews "
+        "(--debug-auth=delegated; default: the scheduler's own connection)",
+    )
+    p.add_argument(
+        "--authorization-kubeconfig",
+        default=None,
+        help="kubeconfig of the API server answering SubjectAccessReviews "
+        "(--debug-auth=delegated; default: the scheduler's own connection)",
     )
     p.add_argument(
         "--leader-elect",
@@ -100,8 +122,13 @@ class Options:
     port: int
     # The lease holder identity; empty: a fresh one (``identity()``).
     identity: str = ""
-    # The bearer token of /debug/troupe/explain; empty: not served.
+    # The bearer token of /debug/troupe/explain (debug_auth "token").
     debug_token: str = ""
+    # Who may read /debug/troupe/explain: "token", "delegated", or "" (not served).
+    debug_auth: str = ""
+    # Delegated: the kubeconfigs of the review API servers; "": the scheduler's own.
+    authentication_kubeconfig: str = ""
+    authorization_kubeconfig: str = ""
 
 
 def identity() -> str:
@@ -135,6 +162,18 @@ def main(args: argparse.Namespace) -> int:
     in_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
     if kubeconfig is None and not in_cluster:
         kubeconfig = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    mode = args.debug_auth or ("token" if args.debug_token_file else "")
+    if mode == "token" and not args.debug_token_file:
+        log.error("--debug-auth=token needs --debug-token-file")
+        return 1
+    if mode == "delegated" and args.debug_token_file:
+        log.error("--debug-token-file is for --debug-auth=token, not delegated")
+        return 1
+    if mode != "delegated" and (args.authentication_kubeconfig or args.authorization_kubeconfig):
+        log.error(
+            "--authentication-kubeconfig and --authorization-kubeconfig need --debug-auth=delegated"
+        )
+        return 1
     debug_token = ""
     if args.debug_token_file:
         try:
@@ -162,6 +201,9 @@ def main(args: argparse.Namespace) -> int:
         port=args.port,
         identity=me,
         debug_token=debug_token,
+        debug_auth=mode,
+        authentication_kubeconfig=args.authentication_kubeconfig or "",
+        authorization_kubeconfig=args.authorization_kubeconfig or "",
     )
     import uvloop
 
@@ -199,6 +241,10 @@ async def serve(config: ResolvedConfig, connection: Connection, options: Options
         loop.add_signal_handler(sig, stop.set)
     daemon = SchedulerDaemon(config, connection)
     probes = Probes(daemon)
+    try:
+        debug_auth = await _debug_auth(connection, options)
+    except KubeConnectionError as exc:
+        return _cannot_start(exc)
     # First, so probes and scrapes answer while standing by and while caches sync.
     health = HealthServer(
         options.bind_address,
@@ -207,20 +253,32 @@ async def serve(config: ResolvedConfig, connection: Connection, options: Options
         live=probes.live,
         ready=probes.ready,
         explain=daemon.explain,
-        debug_token=options.debug_token or None,
+        debug_auth=debug_auth,
     )
     try:
         port = await health.start()
     except OSError as exc:
+        await _close(debug_auth)
         return _cannot_start(
             OSError(f"cannot serve on {options.bind_address}:{options.port}: {exc.strerror}")
         )
     log.info(
         "serving /metrics, /healthz, /livez, /readyz"
-        + (", /debug/troupe/explain" if options.debug_token else ""),
+        + (", /debug/troupe/explain" if debug_auth is not None else ""),
         address=options.bind_address,
         port=port,
+        debug_auth=debug_auth.mode if debug_auth is not None else "off",
     )
+    if isinstance(debug_auth, DelegatedAuth):
+        for problem in await debug_auth.probe():
+            # Fail closed: every request to /debug/troupe/explain will be refused (503).
+            log.error(
+                "delegated authentication of /debug/troupe/explain cannot work; "
+                "every request to it is refused",
+                err=problem,
+                hint="the scheduler needs create on tokenreviews and subjectaccessreviews "
+                "(ClusterRole system:auth-delegator), from an API server that serves them",
+            )
     try:
         if options.leader_elect:
             return await serve_elected(config, connection, options, probes, stop)
@@ -234,6 +292,33 @@ async def serve(config: ResolvedConfig, connection: Connection, options: Options
         return await _schedule_until_stopped(daemon, stop, options.grace)
     finally:
         await health.stop()
+        await _close(debug_auth)
+
+
+async def _debug_auth(connection: Connection, options: Options) -> DebugAuth | None:
+    """What guards /debug/troupe/explain. Delegated: reviews go through the scheduler's
+    own connection unless a kubeconfig flag names another (``--master`` then does not
+    apply to it)."""
+    if options.debug_auth == "token":
+        return StaticToken(options.debug_token)
+    if options.debug_auth != "delegated":
+        return None
+    c = connection
+    own = ReviewServer(c.kubeconfig, c.master, c.in_cluster)
+
+    def server(kubeconfig: str) -> ReviewServer:
+        return ReviewServer(kubeconfig) if kubeconfig else own
+
+    return await DelegatedAuth.connect(
+        server(options.authentication_kubeconfig),
+        server(options.authorization_kubeconfig),
+        user_agent=c.user_agent,
+    )
+
+
+async def _close(auth: DebugAuth | None) -> None:
+    if isinstance(auth, DelegatedAuth):
+        await auth.close()
 
 
 START_ERRORS = (KubeConnectionError, StartupError, ApiError)

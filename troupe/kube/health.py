@@ -10,7 +10,6 @@ docs/metrics.md shows how to put TLS in front.
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +17,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.aiohttp import make_aiohttp_handler
+
+from troupe.kube.debug_auth import DebugAuth, StaticToken
 
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_PORT = 10259
@@ -40,16 +41,21 @@ class HealthServer:
         ready: Callable[[], bool],
         explain: Explain | None = None,
         debug_token: str | None = None,
+        debug_auth: DebugAuth | None = None,
     ) -> None:
-        """``explain`` with ``debug_token``: serve ``/debug/troupe/explain`` to
-        callers presenting ``Authorization: Bearer <debug_token>`` (docs/explain.md);
-        without a token the path is not served at all."""
+        """``explain`` with ``debug_auth``: serve ``/debug/troupe/explain`` to the
+        callers it lets through (``debug_auth.py``: a shared token, or delegated to the
+        API server's TokenReview and SubjectAccessReview; docs/explain.md);
+        ``debug_token`` is short for ``debug_auth=StaticToken(debug_token)``. Without
+        either the path is not served at all. ``/metrics`` and the probes are open."""
         self.host, self.port = host, port
         self._live, self._ready = live, ready
         self._explain = explain
-        self._token = debug_token.encode() if debug_token else b""
+        if debug_auth is None and debug_token:
+            debug_auth = StaticToken(debug_token)
+        self._auth = debug_auth
         app = web.Application()
-        if explain is not None and debug_token:
+        if explain is not None and debug_auth is not None:
             app.router.add_get(EXPLAIN_PATH, self._explain_handler)
         app.router.add_get("/metrics", make_aiohttp_handler(registry))
         app.router.add_get("/healthz", self._livez)
@@ -87,21 +93,12 @@ class HealthServer:
     async def _readyz(self, request: web.Request) -> web.Response:
         return self._probe(self._ready(), "informer caches synced")
 
-    def _authorized(self, request: web.Request) -> web.Response | None:
-        """None when the bearer token is the debug token; else 401 (none given) or
-        403 (another one), as an API server answers a bad or unauthorized token."""
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return web.Response(status=401, text="Unauthorized: a bearer token is required\n")
-        if not hmac.compare_digest(token.strip().encode(), self._token):
-            return web.Response(status=403, text="Forbidden: the token is not the debug token\n")
-        return None
-
     async def _explain_handler(self, request: web.Request) -> web.Response:
-        refused = self._authorized(request)
+        assert self._auth is not None
+        header = request.headers.get("Authorization", "")
+        refused = await self._auth.check(header, "get", EXPLAIN_PATH)
         if refused is not None:
-            return refused
+            return web.Response(status=refused.status, text=refused.message + "\n")
         assert self._explain is not None
         q = request.query
         kind = q.get("kind", "")
