@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 from troupe.kube.debug import DebugEndpointError, fetch_explanation
+from troupe.sim.apiserver.authn import TokenUsers
 from troupe.sim.cluster import SimCluster
+from troupe.sim.nodespec import NodeSpec
 
 from tests.integration.conftest import Bindings, eventually, pod
 
@@ -56,8 +58,9 @@ async def troupe(*args: str, timeout: float = 90) -> tuple[int, str, str]:
     return proc.returncode, out.decode(), err.decode()
 
 
-async def start_run(kubeconfig: Path, token_file: Path) -> tuple[asyncio.subprocess.Process, str]:
-    """``troupe run`` with the debug endpoint on; returns it and its metrics URL."""
+async def start_run(kubeconfig: Path, *auth: str) -> tuple[asyncio.subprocess.Process, str]:
+    """``troupe run`` with the debug endpoint on (``auth``: its flags); returns it and
+    its metrics URL."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -70,8 +73,7 @@ async def start_run(kubeconfig: Path, token_file: Path) -> tuple[asyncio.subproc
         "127.0.0.1",
         "--port",
         "0",
-        "--debug-token-file",
-        str(token_file),
+        *auth,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -113,7 +115,7 @@ async def test_explain_a_gang_that_does_not_fit_then_apply_the_fix(
     cluster.store.create("podgroups.scheduling.x-k8s.io", coscheduling("train", 4))
     for p in gang(4):
         cluster.store.create("pods", p)
-    proc, server = await start_run(kubeconfig, token_file)
+    proc, server = await start_run(kubeconfig, "--debug-token-file", str(token_file))
     try:
         # The scheduler's own diagnosis of its last attempt, through the debug endpoint.
         found: dict[str, Any] | None = None
@@ -252,3 +254,91 @@ async def test_offline_explains_a_v1beta1_pod_group_and_a_lone_pod(
     assert "Filter/NodeResourcesFit: 3 node(s)" in text
     assert "3 Insufficient cpu" in text
     assert "add 1 more node like" not in text  # no node of 4 cpu can hold 6
+
+
+# kube-apiserver --token-auth-file lines: token,user,uid,"groups".
+TOKEN_AUTH_FILE = """\
+alice-token-0123456789,alice,1001,"sre"
+bob-token-0123456789,bob,1002
+"""
+RBAC = "rbac.authorization.k8s.io"
+
+
+async def test_delegated_auth_asks_the_api_server_who_may_read_the_diagnosis(
+    tmp_path: Path,
+) -> None:
+    """``troupe run --debug-auth=delegated``: the caller's token goes through a
+    TokenReview and the user through a SubjectAccessReview for get on the path,
+    answered by the embedded API server from its token file and RBAC objects."""
+    users_file = tmp_path / "tokens.csv"
+    users_file.write_text(TOKEN_AUTH_FILE)
+    tokens = {}
+    for user in ("alice", "bob", "mallory"):
+        tokens[user] = tmp_path / f"{user}.token"
+        tokens[user].write_text(f"{user}-token-0123456789\n")
+    cluster = SimCluster(
+        [NodeSpec(count=3, cpu="4", memory="16Gi", zones=("zone-a", "zone-b"))],
+        bookmark_interval=0.5,
+        token_users=TokenUsers.from_file(users_file),
+    )
+    async with cluster:
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+        cluster.store.create(
+            f"clusterroles.{RBAC}",
+            {
+                "metadata": {"name": "troupe-explain"},
+                "rules": [{"nonResourceURLs": ["/debug/troupe/explain"], "verbs": ["get"]}],
+            },
+        )
+        cluster.store.create(
+            f"clusterrolebindings.{RBAC}",
+            {
+                "metadata": {"name": "troupe-explain-alice"},
+                "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "troupe-explain"},
+                "subjects": [{"apiGroup": RBAC, "kind": "User", "name": "alice"}],
+            },
+        )
+        cluster.store.create("podgroups.scheduling.x-k8s.io", coscheduling("train", 4))
+        for p in gang(4):
+            cluster.store.create("pods", p)
+        audit = cluster.server.start_audit()
+        proc, server = await start_run(kubeconfig, "--debug-auth=delegated")
+        try:
+            alice = "alice-token-0123456789"
+            found = None
+            for _ in range(300):
+                found = await fetch_explanation(server, alice, "podgroup", "default", "train")
+                if found is not None:
+                    break
+                await asyncio.sleep(0.05)
+            assert found is not None and found["quorum"]["fit"] == 3
+            reviews = [r.path for r in audit if r.method == "POST" and "reviews" in r.path]
+            assert "/apis/authentication.k8s.io/v1/tokenreviews" in reviews
+            assert "/apis/authorization.k8s.io/v1/subjectaccessreviews" in reviews
+
+            # bob authenticates but no binding lets him: 403. An unknown token, or
+            # none: 401.
+            refusals = {}
+            for token in ("bob-token-0123456789", "mallory-token-0123456789", ""):
+                with pytest.raises(DebugEndpointError) as refused:
+                    await fetch_explanation(server, token, "podgroup", "default", "train")
+                refusals[token] = refused.value
+            assert refusals["bob-token-0123456789"].status == 403
+            assert 'User "bob" cannot get path "/debug/troupe/explain"' in str(
+                refusals["bob-token-0123456789"]
+            )
+            assert refusals["mallory-token-0123456789"].status == 401
+            assert refusals[""].status == 401
+
+            # The command: alice reads the diagnosis; bob and an unknown token exit 3.
+            base = ("explain", "podgroup", "default/train", "--kubeconfig", str(kubeconfig),
+                    "--server", server, "--no-fixes")  # fmt: skip
+            code, text, err = await troupe(*base, "--token-file", str(tokens["alice"]))
+            assert code == 0, err
+            assert "3 of 4 required pods fit" in text
+            code, _, err = await troupe(*base, "--token-file", str(tokens["bob"]))
+            assert code == 3 and "403" in err
+            code, _, err = await troupe(*base, "--token-file", str(tokens["mallory"]))
+            assert code == 3 and "401" in err
+        finally:
+            await stop_run(proc)

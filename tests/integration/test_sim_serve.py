@@ -242,3 +242,54 @@ async def test_an_unmodified_kube_scheduler_default_profile_binds_on_the_embedde
             if proc is not None and proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+
+
+async def test_serve_with_a_token_auth_file_authenticates_its_users(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    users = tmp_path / "tokens.csv"
+    users.write_text('alice-token,alice,1001,"sre,oncall"\n')
+    port = free_port()
+    sim = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "troupe", "sim", "--serve", "--no-scheduler",
+        "--port", str(port), "--kubeconfig-out", str(kubeconfig), "--nodes", "0",
+        "--token-auth-file", str(users),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert sim.stderr is not None
+        line = await asyncio.wait_for(sim.stderr.readline(), 60)
+        assert b"no scheduler" in line, line
+        review = await kubectl(
+            kubeconfig, "create", "-o", "json", "-f", "-",
+            stdin=json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                              "spec": {"token": "alice-token"}}),
+        )  # fmt: skip
+        assert json.loads(review)["status"]["user"] == {
+            "username": "alice",
+            "uid": "1001",
+            "groups": ["sre", "oncall", "system:authenticated"],
+        }
+        url = f"http://127.0.0.1:{port}/api/v1/namespaces"
+        async with aiohttp.ClientSession() as session:
+            for token, expected in (("alice-token", 200), ("nobody-token", 401)):
+                headers = {"Authorization": f"Bearer {token}"}
+                async with session.get(url, headers=headers) as resp:
+                    assert resp.status == expected, token
+        sim.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(sim.wait(), 20)
+        assert sim.returncode == 0
+    finally:
+        if sim.returncode is None:
+            sim.kill()
+            await sim.wait()
+
+
+async def test_a_token_auth_file_needs_serve(tmp_path: Path) -> None:
+    users = tmp_path / "tokens.csv"
+    users.write_text("t,u,1\n")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "troupe", "sim", "--token-auth-file", str(users),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2 and b"--token-auth-file needs --serve" in err
