@@ -3,9 +3,11 @@ gang is not scheduled, and what would change that.
 
 By default the diagnosis is the running scheduler's own, of its last attempt, read
 from ``/debug/troupe/explain`` on its metrics port (``--server``, bearer token from
-``--token-file``). ``--offline`` recomputes it without a scheduler: the cluster's
-objects are read and one attempt is run in an embedded cluster with the same profile
-(``--config``), binding nothing in the real cluster (``troupe.cli.explain_state``).
+``--token-file``: the shared debug token, or the caller's own when the scheduler
+delegates authentication and authorization to the API server). ``--offline``
+recomputes it without a scheduler: the cluster's objects are read and one attempt is
+run in an embedded cluster with the same profile (``--config``), binding nothing in
+the real cluster (``troupe.cli.explain_state``).
 
 Either way the command then reads the cluster to show per node (or topology domain)
 what is free against what a member requests, and proposes fixes, each checked first
@@ -56,7 +58,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=os.environ.get("TROUPE_SERVER", DEFAULT_SERVER),
         help=f"the scheduler's metrics address (default {DEFAULT_SERVER}, or $TROUPE_SERVER)",
     )
-    p.add_argument("--token-file", default=None, help="the scheduler's --debug-token-file")
+    p.add_argument(
+        "--token-file",
+        default=None,
+        help="the bearer token to send: the scheduler's --debug-token-file, or with "
+        "--debug-auth=delegated the caller's own token (docs/explain.md)",
+    )
     p.add_argument(
         "--offline",
         action="store_true",

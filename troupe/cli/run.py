@@ -4,12 +4,14 @@ Loads the profile (a bad one fails here, naming every bad field) and connects to
 API server (in-cluster when no kubeconfig is given and ``KUBERNETES_SERVICE_HOST`` is
 set). It serves ``/metrics``, ``/healthz``, ``/livez`` and ``/readyz`` on
 ``--bind-address:--secure-port`` (default 0.0.0.0:10259, plain HTTP) before anything
-else. With ``leaderElection.leaderElect`` (the default; ``--leader-elect=false`` turns
-it off) it stands by until it holds the profile's Lease, then syncs the caches and
-schedules. As kube-scheduler does, losing the lease stops scheduling at once and exits
-1 so the pod restarts. On SIGTERM/SIGINT it stops popping, lets in-flight bindings
-finish (or abandons them cleanly), releases the lease so a standby takes over without
-waiting out a lease duration, and exits 0.
+else, and ``/debug/troupe/explain`` with ``--debug-auth``: delegated to the API
+server's TokenReview and SubjectAccessReview as kube-scheduler's ``/debug/*``, or a
+shared ``--debug-token-file`` (docs/explain.md). With ``leaderElection.leaderElect``
+(the default; ``--leader-elect=false`` turns it off) it stands by until it holds the
+profile's Lease, then syncs the caches and schedules. As kube-scheduler does, losing
+the lease stops scheduling at once and exits 1 so the pod restarts. On SIGTERM/SIGINT
+it stops popping, lets in-flight bindings finish (or abandons them cleanly), releases
+the lease so a standby takes over without waiting out a lease duration, and exits 0.
 """
 
 from __future__ import annotations
