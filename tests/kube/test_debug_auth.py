@@ -27,6 +27,7 @@ class Reviewer:
     def __init__(self, *, serves: bool = True, down: bool = False) -> None:
         self.serves, self.down = serves, down
         self.allowed = {"alice"}
+        self.forbids_reviews = False  # SubjectAccessReviews answered 403
         self.sent: list[tuple[str, dict[str, Any]]] = []
 
     async def request(
@@ -51,8 +52,11 @@ class Reviewer:
             return Response(200, json.dumps({"resources": resources}).encode())
         review = json.loads(body or b"{}")
         self.sent.append((path, review))
-        if not self.serves:
-            return Response(404, b'{"kind":"Status","message":"the server could not find it"}')
+        if not self.serves or (path == SUBJECT_ACCESS_REVIEWS and self.forbids_reviews):
+            return Response(
+                403 if self.serves else 404,
+                b'{"kind":"Status","message":"the server could not find it"}',
+            )
         spec = review["spec"]
         if path == TOKEN_REVIEWS:
             users = {"alice-token": ("alice", ["sre"]), "bob-token": ("bob", [])}
@@ -148,17 +152,27 @@ async def test_fails_closed_when_the_api_server_does_not_serve_the_reviews() -> 
     assert "does not serve authentication.k8s.io/v1 tokenreviews" in problems[0]
     assert "does not serve authorization.k8s.io/v1 subjectaccessreviews" in problems[1]
     refused = await delegated.check("Bearer alice-token", "get", PATH)
-    assert refused is not None and refused.status == 503
+    assert refused is not None and refused.status == 401  # the TokenReview failed
     assert "does not serve this review kind" in refused.message
     # Not cached: asked again next time.
     await delegated.check("Bearer alice-token", "get", PATH)
     assert len(reviewer.reviews(TOKEN_REVIEWS)) == 2
 
 
+async def test_an_access_review_that_cannot_be_made_is_a_500_not_cached() -> None:
+    reviewer = Reviewer()
+    reviewer.forbids_reviews = True
+    delegated = auth(reviewer)
+    refused = await delegated.check("Bearer alice-token", "get", PATH)
+    assert refused is not None and refused.status == 500
+    reviewer.forbids_reviews = False
+    assert await delegated.check("Bearer alice-token", "get", PATH) is None
+
+
 async def test_fails_closed_when_the_api_server_is_unreachable() -> None:
     delegated = auth(Reviewer(down=True))
     refused = await delegated.check("Bearer alice-token", "get", PATH)
-    assert refused is not None and refused.status == 503
+    assert refused is not None and refused.status == 401
     assert "connection refused" in refused.message
     assert len(await delegated.probe()) == 2
 

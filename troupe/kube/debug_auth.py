@@ -13,9 +13,10 @@ Two ways, chosen by ``troupe run --debug-auth`` (docs/explain.md):
 
 Both answer ``None`` (go ahead) or a ``Refusal``: 401 without a bearer token or with
 one that does not authenticate, 403 when the user is not allowed. ``DelegatedAuth``
-fails closed: when a review cannot be made (the API server is unreachable, or does not
-serve ``tokenreviews`` / ``subjectaccessreviews``) every request is refused with 503 and
-the reason is logged; ``probe`` checks at start-up that both kinds are served.
+fails closed as kube-scheduler's filters do: when a review cannot be made (the API server
+is unreachable, or does not serve ``tokenreviews`` / ``subjectaccessreviews``) the request
+is refused, 401 when the TokenReview failed and 500 when the SubjectAccessReview did,
+and the reason is logged; ``probe`` checks at start-up that both kinds are served.
 """
 
 from __future__ import annotations
@@ -227,16 +228,20 @@ class DelegatedAuth:
             return _NO_TOKEN
         try:
             user = await self.authenticate(token)
-            if user is None:
-                return Refusal(401, "Unauthorized: the token did not authenticate")
+        except ReviewUnavailable as exc:
+            log.error(
+                "delegated authentication failed; refusing the request", path=path, err=str(exc)
+            )
+            return Refusal(401, f"Unauthorized: {exc}")
+        if user is None:
+            return Refusal(401, "Unauthorized: the token did not authenticate")
+        try:
             allowed = await self.authorize(user, verb, path)
         except ReviewUnavailable as exc:
             log.error(
-                "delegated authentication or authorization failed; refusing the request",
-                path=path,
-                err=str(exc),
+                "delegated authorization failed; refusing the request", path=path, err=str(exc)
             )
-            return Refusal(503, f"Service Unavailable: {exc}")
+            return Refusal(500, f"Internal Server Error: {exc}")
         if not allowed:
             return Refusal(403, f'Forbidden: User "{user.name}" cannot {verb} path "{path}"')
         return None
