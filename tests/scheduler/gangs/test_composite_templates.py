@@ -195,3 +195,32 @@ def test_the_directory_holds_a_leaf_until_its_workload_has_the_template() -> Non
     assert directory.entity_ref(ref) == composite_ref
     assert isinstance(directory.policy(composite_ref), GangPolicy)
     assert ref in notified
+
+
+def test_a_pod_group_without_a_policy_takes_it_from_a_template_under_a_composite() -> None:
+    directory = GangDirectory()
+    workers = V1beta1PodGroup.model_validate(
+        {
+            "metadata": {"name": "workers-0", "namespace": NS, "uid": "uid-w"},
+            "spec": {"workloadRef": {"workloadName": "job", "templateName": "workers"}},
+        }
+    )
+    directory.upsert(GangApi.POD_GROUP, workers)
+    nested = [
+        gang(
+            "root",
+            compositePodGroupTemplates=[
+                gang(
+                    "replica",
+                    podGroupTemplates=[
+                        {"name": "workers", "schedulingPolicy": {"gang": {"minCount": 3}}}
+                    ],
+                )
+            ],
+        )
+    ]
+    directory.upsert_templates(v1alpha3(nested))
+    ref = GroupRef(GangApi.POD_GROUP, NS, "workers-0")
+    assert directory.problem(ref) is None
+    policy = directory.policy(ref)
+    assert policy is not None and policy.gang and policy.min_count == 3
