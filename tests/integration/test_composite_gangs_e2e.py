@@ -4,6 +4,7 @@ cycle, reported on its leaf PodGroups (the composite's own status stays empty in
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,13 @@ from troupe.sim.apiserver.binding import bind
 from troupe.sim.cluster import SimCluster
 
 from tests.integration.conftest import Bindings, eventually, pod
-from tests.integration.test_v1beta1_gangs_e2e import apply, beta_group, condition, member
+from tests.integration.test_v1beta1_gangs_e2e import (
+    apply,
+    beta_group,
+    condition,
+    group_events,
+    member,
+)
 
 COMPOSITES = "compositepodgroups.scheduling.k8s.io"
 
@@ -170,6 +177,125 @@ async def test_role_quorum_with_its_v1alpha3_workload_binds_as_before(
     stored = cluster.store.get("workloads.v1alpha3.scheduling.k8s.io", "job", "default")
     assert stored["spec"]["compositePodGroupTemplates"][0]["name"] == "job"
     assert bindings.twice() == []
+
+
+def replica_workload() -> dict[str, Any]:
+    """A v1alpha3 Workload of KEP-6012's three levels: a root composite template, a
+    replica composite template under it, and its driver and worker PodGroup templates."""
+    replica = {
+        "name": "replica",
+        "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+        "podGroupTemplates": [
+            {"name": name, "schedulingPolicy": {"gang": {"minCount": count}}}
+            for name, count in (("driver", 1), ("workers", 2))
+        ],
+    }
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "Workload",
+        "metadata": {"name": "job", "namespace": "default"},
+        "spec": {
+            "compositePodGroupTemplates": [
+                {
+                    "name": "root",
+                    "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+                    "compositePodGroupTemplates": [replica],
+                }
+            ]
+        },
+    }
+
+
+def replica_groups(root_template: str) -> list[dict[str, Any]]:
+    """The groups of ``replica_workload`` (the root naming ``root_template``) and their
+    pods: a driver of 1 and 2 workers under replica ``r0``."""
+
+    def ref(template: str) -> dict[str, str]:
+        return {"workloadName": "job", "templateName": template}
+
+    root = composite("job", 1)
+    root["spec"]["workloadRef"] = ref(root_template)
+    replica = composite("r0", 2, parentCompositePodGroupName="job")
+    replica["spec"]["workloadRef"] = ref("replica")
+    return [
+        root,
+        replica,
+        child("r0-driver", 1, "r0", workloadRef=ref("driver")),
+        child("r0-workers", 2, "r0", workloadRef=ref("workers")),
+        member("r0-driver", 0),
+        *(member("r0-workers", i) for i in range(2)),
+    ]
+
+
+async def apply_workload_first(
+    kubeconfig: Path, daemon: SchedulerDaemon, workload: dict[str, Any]
+) -> None:
+    """Apply ``workload`` and wait until troupe has read it, so the groups applied next
+    are never placed before it is known (the informers run independently)."""
+    await apply(kubeconfig, workload)
+    await eventually(
+        lambda: daemon.scheduler.groups.template_workload("default", "job") is not None,
+        timeout=30,
+        what="troupe read the Workload",
+    )
+
+
+async def test_a_tree_that_follows_its_v1alpha3_workload_templates_binds(
+    cluster: SimCluster, daemon: SchedulerDaemon, tmp_path: Path
+) -> None:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    bindings = Bindings(cluster)
+    await apply_workload_first(kubeconfig, daemon, replica_workload())
+    # Read at v1alpha3, with its composite templates.
+    read = daemon.scheduler.groups.template_workload("default", "job")
+    assert read is not None and read.api_version == "scheduling.k8s.io/v1alpha3"
+    await apply(kubeconfig, *replica_groups("root"))
+    await eventually(
+        lambda: len(bound(bindings, "r0-workers")) == 2 and len(bound(bindings, "r0-driver")) == 1,
+        timeout=30,
+        what="the replica's driver and workers bound",
+    )
+    for leaf in ("r0-driver", "r0-workers"):
+        await eventually(
+            lambda leaf=leaf: (condition(cluster, leaf) or {}).get("status") == "True",  # type: ignore[misc]
+            timeout=30,
+            what=f"{leaf} PodGroupInitiallyScheduled",
+        )
+    assert bindings.twice() == []
+
+
+async def test_a_composite_naming_no_template_of_its_v1alpha3_workload_is_invalid(
+    cluster: SimCluster, daemon: SchedulerDaemon, tmp_path: Path
+) -> None:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    bindings = Bindings(cluster)
+    await apply_workload_first(kubeconfig, daemon, replica_workload())
+    # The root names "roots": no composite template of the Workload has that name.
+    await apply(kubeconfig, *replica_groups("roots"))
+    for leaf in ("r0-driver", "r0-workers"):
+        await eventually(
+            lambda leaf=leaf: (condition(cluster, leaf) or {}).get("reason") == "Invalid",  # type: ignore[misc]
+            timeout=30,
+            what=f"{leaf} told its layout is invalid",
+        )
+    written = condition(cluster, "r0-workers") or {}
+    assert written["status"] == "False"
+    expected = (
+        "CompositePodGroup default/job spec.workloadRef.templateName: composite pod group "
+        'template "roots" doesn\'t exist in Workload default/job (it has "root", "replica")'
+    )
+    assert expected in written["message"]
+    await eventually(
+        lambda: any(
+            expected in e.get("note", "") and e.get("reason") == "FailedScheduling"
+            for e in group_events(cluster, "r0-workers")
+        ),
+        timeout=30,
+        what="a FailedScheduling event on the leaf",
+    )
+    # Never scheduled: the pods stay pending however long troupe looks.
+    await asyncio.sleep(1.0)
+    assert bound(bindings, "r0-driver") == [] and bound(bindings, "r0-workers") == []
 
 
 async def test_a_cycle_of_composites_is_invalid_on_the_leaf_and_never_scheduled(

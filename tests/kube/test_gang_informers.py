@@ -15,7 +15,7 @@ import pytest
 import yaml
 from troupe.api.client import ApiError
 from troupe.api.clock import RealClock
-from troupe.api.gangapi import CoschedulingPodGroup, GroupObject, PodGroup
+from troupe.api.gangapi import CoschedulingPodGroup, GroupObject, PodGroup, V1alpha3Workload
 from troupe.api.gangs import POD_GROUP_LABEL, GangApi, GroupRef
 from troupe.api.objects import Node, Pod
 from troupe.api.tasks import TaskSupervisor
@@ -28,7 +28,11 @@ from troupe.kube import (
     SharedInformers,
     connect,
 )
-from troupe.kube.discovery import served_gang_apis, served_gang_versions
+from troupe.kube.discovery import (
+    served_gang_apis,
+    served_gang_versions,
+    served_templates_version,
+)
 from troupe.kube.gang_informers import (
     GANG_PATHS,
     add_gang_informers,
@@ -143,6 +147,56 @@ async def test_failing_discovery_raises_instead_of_guessing() -> None:
     with pytest.raises(ApiError) as err:
         await served_gang_apis(transport)
     assert err.value.status == 503
+
+
+V1ALPHA3 = "/apis/scheduling.k8s.io/v1alpha3"
+V1BETA1 = "/apis/scheduling.k8s.io/v1beta1"
+
+
+@pytest.mark.parametrize(
+    ("v1alpha3", "v1beta1", "expected"),
+    [
+        pytest.param(
+            reply(200, resource_list(("workloads", "Workload"), ("compositepodgroups", "X"))),
+            reply(200, resource_list(("workloads", "Workload"))),
+            "scheduling.k8s.io/v1alpha3",
+            id="1.37 with v1alpha3 Workloads: v1alpha3, the superset",
+        ),
+        pytest.param(
+            reply(404),
+            reply(200, resource_list(("workloads", "Workload"))),
+            "scheduling.k8s.io/v1beta1",
+            id="no v1alpha3: v1beta1",
+        ),
+        pytest.param(
+            reply(200, resource_list(("compositepodgroups", "CompositePodGroup"))),
+            reply(200, resource_list(("workloads", "Workload"))),
+            "scheduling.k8s.io/v1beta1",
+            id="v1alpha3 without Workloads: v1beta1",
+        ),
+        pytest.param(reply(404), reply(404), None, id="no template Workloads at all"),
+    ],
+)
+async def test_the_template_workloads_are_watched_at_v1alpha3_where_served(
+    v1alpha3: Any, v1beta1: Any, expected: str | None
+) -> None:
+    transport = FakeTransport()
+    transport.script("GET", V1ALPHA3, v1alpha3)
+    transport.script("GET", V1BETA1, v1beta1)
+    assert await served_templates_version(transport, "scheduling.k8s.io/v1beta1") == expected
+
+
+async def test_beside_the_v1alpha2_pod_group_the_template_workloads_stay_at_v1alpha2() -> None:
+    transport = FakeTransport()
+    transport.script("GET", V1ALPHA3, reply(200, resource_list(("workloads", "Workload"))))
+    transport.script(
+        "GET",
+        "/apis/scheduling.k8s.io/v1alpha2",
+        reply(200, resource_list(("workloads", "Workload"))),
+    )
+    version = await served_templates_version(transport, "scheduling.k8s.io/v1alpha2")
+    assert version == "scheduling.k8s.io/v1alpha2"
+    assert transport.calls("GET", V1ALPHA3) == []
 
 
 # --- the embedded cluster ----------------------------------------------------------------------
@@ -272,6 +326,41 @@ async def test_one_version_of_the_native_pod_group_is_watched(
     assert served == {GangApi.WORKLOAD: "scheduling.k8s.io/v1alpha1", GangApi.POD_GROUP: expected}
 
 
+@pytest.mark.parametrize(
+    ("versions", "expected"),
+    [
+        pytest.param(
+            ("v1alpha1", "v1alpha2", "v1beta1", "v1alpha3"),
+            "/apis/scheduling.k8s.io/v1alpha3/workloads",
+            id="1.37 with v1alpha3: the Workload at v1alpha3 only",
+        ),
+        pytest.param(
+            ("v1alpha1", "v1alpha2", "v1beta1"),
+            "/apis/scheduling.k8s.io/v1beta1/workloads",
+            id="1.37 without v1alpha3: the Workload at v1beta1",
+        ),
+        pytest.param(
+            ("v1alpha1", "v1alpha2"),
+            "/apis/scheduling.k8s.io/v1alpha2/workloads",
+            id="1.36: the Workload at v1alpha2",
+        ),
+    ],
+)
+async def test_one_version_of_the_template_workload_is_watched(
+    tmp_path: Path, versions: tuple[str, ...], expected: str
+) -> None:
+    async with ApiServer(workload_versions=versions) as server:
+        api = await connect(str(server.write_kubeconfig(tmp_path / "kubeconfig")), None, False)
+        try:
+            transport = HttpTransport(api)
+            shared = SharedInformers(transport, RealClock(), NoClusterHandlers())
+            await add_gang_informers(shared, RealClock(), enabled=(GangApi.POD_GROUP,))
+        finally:
+            await api.close()
+    workloads = [i.path for i in shared.informers if i.path.endswith("/workloads")]
+    assert workloads == [expected]
+
+
 async def test_gang_informers_keep_the_directory_current(cluster: Cluster) -> None:
     await cluster.install_crd()
     directory = GangDirectory()
@@ -375,11 +464,12 @@ async def test_add_gang_informers_adds_the_served_kinds(
     paths = {GANG_PATHS[api] for api in expected if api is not GangApi.POD_GROUP}
     if GangApi.POD_GROUP in expected:
         assert watched[GangApi.POD_GROUP] == "scheduling.k8s.io/v1beta1"
-        # The PodGroups, the Workloads whose templates they may name, and the
-        # CompositePodGroups (v1alpha3) they may be children of.
+        # The PodGroups, the Workloads whose templates they may name (at v1alpha3,
+        # with their composite templates), and the CompositePodGroups (v1alpha3) they
+        # may be children of.
         paths |= {
             "/apis/scheduling.k8s.io/v1beta1/podgroups",
-            "/apis/scheduling.k8s.io/v1beta1/workloads",
+            "/apis/scheduling.k8s.io/v1alpha3/workloads",
             "/apis/scheduling.k8s.io/v1alpha3/compositepodgroups",
         }
     assert {i.path for i in shared.informers[before:]} == paths
@@ -527,6 +617,58 @@ async def test_a_workload_of_composite_templates_reaches_the_templates_informer_
         await eventually(lambda: bool(seen))
         assert seen[0].metadata.name == "job"
         assert seen[0].spec.pod_group_templates == []
+        assert not hasattr(seen[0].spec, "composite_pod_group_templates")
+    finally:
+        informer.stop()
+        await supervisor.drain(timeout=2.0)
+
+
+async def test_at_v1alpha3_the_templates_informer_delivers_the_composite_templates(
+    cluster: Cluster,
+) -> None:
+    workload = {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "Workload",
+        "metadata": {"name": "job"},
+        "spec": {
+            "compositePodGroupTemplates": [
+                {
+                    "name": "root",
+                    "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+                    "compositePodGroupTemplates": [
+                        {
+                            "name": "replica",
+                            "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+                            "podGroupTemplates": [
+                                {"name": "driver", "schedulingPolicy": {"gang": {"minCount": 1}}}
+                            ],
+                        }
+                    ],
+                }
+            ]
+        },
+    }
+    await cluster.send(
+        "POST", f"/apis/scheduling.k8s.io/v1alpha3/namespaces/{NS}/workloads", workload
+    )
+    seen: list[Any] = []
+    informer = templates_informer(
+        cluster.http,
+        RealClock(),
+        on_add=lambda _api, obj: seen.append(obj),
+        config=FAST,
+        api_version="scheduling.k8s.io/v1alpha3",
+    )
+    supervisor = TaskSupervisor("informers")
+    supervisor.spawn(informer.run())
+    try:
+        await eventually(lambda: bool(seen))
+        assert isinstance(seen[0], V1alpha3Workload)
+        (root,) = seen[0].spec.composite_pod_group_templates
+        (replica,) = root.composite_pod_group_templates
+        assert (root.name, replica.name) == ("root", "replica")
+        assert [t.name for t in replica.pod_group_templates] == ["driver"]
+        assert replica.pod_group_templates[0].scheduling_policy.gang is not None
     finally:
         informer.stop()
         await supervisor.drain(timeout=2.0)

@@ -16,7 +16,10 @@
   informers watch one version (``VERSIONS_OF``);
 - ``CompositePodGroup``: the Kubernetes 1.37 ``scheduling.k8s.io/v1alpha3``
   CompositePodGroup (KEP-6012), a gang of groups: v1beta1 PodGroups and composites
-  name it in ``spec.parentCompositePodGroupName``.
+  name it in ``spec.parentCompositePodGroupName``;
+- ``V1alpha3Workload``: the 1.37 ``scheduling.k8s.io/v1alpha3`` Workload, the v1beta1
+  one plus ``spec.compositePodGroupTemplates[]`` (KEP-6012), which a CompositePodGroup's
+  ``spec.workloadRef`` names; watched instead of the v1beta1 Workload where served.
 
 The gang informers (``troupe.kube.gang_informers``) parse raw JSON into
 these; ``troupe.api.gangapi_policy`` turns them into ``GangPolicy`` values or a
@@ -25,6 +28,7 @@ these; ``troupe.api.gangapi_policy`` turns them into ``GangPolicy`` values or a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final, Literal
 
@@ -383,12 +387,70 @@ class CompositePodGroup(KubeObject):
     status: PodGroupStatus = Field(default_factory=PodGroupStatus)
 
 
+# --- Workload (scheduling.k8s.io/v1alpha3, Kubernetes 1.37, KEP-6012) --------------------
+#
+# The same Workload as at v1beta1, plus ``spec.compositePodGroupTemplates[]``: a tree of
+# composite templates (at most ``MAX_TREE_DEPTH`` levels, the leaf templates included),
+# each with its own child composite and PodGroup templates. A CompositePodGroup's
+# ``workloadRef.templateName`` names one of them and mirrors the tree: a root composite
+# names a top-level template, a child composite or PodGroup a child template of its
+# parent's (KEP-6012 "API overview"). Template names are unique in the whole Workload.
+
+WORKLOAD_V1ALPHA3: Final = "scheduling.k8s.io/v1alpha3"
+
+
+@kube_model
+class CompositePodGroupTemplate(KubeModel):
+    name: str = ""
+    scheduling_policy: CompositeSchedulingPolicy = Field(default_factory=CompositeSchedulingPolicy)
+    priority_class_name: str = ""
+    priority: int | None = None
+    pod_group_templates: list[V1beta1PodGroupTemplate] = Field(default_factory=list)
+    composite_pod_group_templates: list[CompositePodGroupTemplate] = Field(default_factory=list)
+
+
+@kube_model
+class V1alpha3WorkloadSpec(V1beta1WorkloadSpec):
+    composite_pod_group_templates: list[CompositePodGroupTemplate] = Field(default_factory=list)
+
+
+@kube_model
+class V1alpha3Workload(KubeObject):
+    api_version: str = WORKLOAD_V1ALPHA3
+    kind: str = "Workload"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: V1alpha3WorkloadSpec = Field(default_factory=V1alpha3WorkloadSpec)
+
+
+def pod_group_templates_in(
+    workload: WorkloadTemplates | V1beta1Workload | V1alpha3Workload,
+) -> list[tuple[str, PodGroupTemplate | V1beta1PodGroupTemplate]]:
+    """Every PodGroup template of ``workload`` with its path: the top-level ones, then
+    (at v1alpha3) those under its composite templates, depth first."""
+    top: Sequence[PodGroupTemplate | V1beta1PodGroupTemplate] = workload.spec.pod_group_templates
+    found = [(f"spec.podGroupTemplates[{i}]", t) for i, t in enumerate(top)]
+
+    def walk(path: str, templates: list[CompositePodGroupTemplate]) -> None:
+        for i, composite in enumerate(templates):
+            at = f"{path}[{i}]"
+            found.extend(
+                (f"{at}.podGroupTemplates[{j}]", t)
+                for j, t in enumerate(composite.pod_group_templates)
+            )
+            walk(f"{at}.compositePodGroupTemplates", composite.composite_pod_group_templates)
+
+    if isinstance(workload, V1alpha3Workload):
+        walk("spec.compositePodGroupTemplates", workload.spec.composite_pod_group_templates)
+    return found
+
+
 NativePodGroup = PodGroup | V1beta1PodGroup
 """A standalone PodGroup at the version the cluster serves (v1alpha2 or v1beta1)."""
-TemplatesObject = WorkloadTemplates | V1beta1Workload
-"""A Workload whose ``podGroupTemplates[]`` a standalone PodGroup names."""
+TemplatesObject = WorkloadTemplates | V1beta1Workload | V1alpha3Workload
+"""A Workload whose ``podGroupTemplates[]`` a standalone PodGroup names (at v1alpha3
+also the ``compositePodGroupTemplates[]`` a CompositePodGroup names)."""
 NATIVE_POD_GROUPS: Final = (PodGroup, V1beta1PodGroup)
-TEMPLATES_OBJECTS: Final = (WorkloadTemplates, V1beta1Workload)
+TEMPLATES_OBJECTS: Final = (WorkloadTemplates, V1beta1Workload, V1alpha3Workload)
 
 GroupObject = (
     CoschedulingPodGroup
@@ -427,6 +489,15 @@ MODEL_AT: Final[dict[str, type[GroupObject]]] = {
 TEMPLATES_MODEL_AT: Final[dict[str, type[TemplatesObject]]] = {
     GangApi.POD_GROUP.value: WorkloadTemplates,
     POD_GROUP_V1BETA1: V1beta1Workload,
+    WORKLOAD_V1ALPHA3: V1alpha3Workload,
+}
+# The versions of the template Workload watched beside each version of the standalone
+# PodGroup, newest first: troupe watches the first the cluster serves (one version of
+# the resource). At 1.37 the v1alpha3 Workload is the v1beta1 one plus its
+# compositePodGroupTemplates, so it is preferred where served.
+TEMPLATES_VERSIONS_OF: Final[dict[str, tuple[str, ...]]] = {
+    GangApi.POD_GROUP.value: (GangApi.POD_GROUP.value,),
+    POD_GROUP_V1BETA1: (WORKLOAD_V1ALPHA3, POD_GROUP_V1BETA1),
 }
 
 # Resource path segments (plural) of each API's kind.

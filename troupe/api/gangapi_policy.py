@@ -15,7 +15,7 @@ manifests ship ``minResources`` as a free string).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 
 from troupe.api.gangapi import (
@@ -26,14 +26,13 @@ from troupe.api.gangapi import (
     GroupObject,
     NativePodGroup,
     PodGroup,
-    PodGroupTemplate,
     PodGroupTemplateReference,
     SchedulingPolicy,
     TemplatesObject,
     V1beta1PodGroup,
-    V1beta1PodGroupTemplate,
     Workload,
     parse_time,
+    pod_group_templates_in,
 )
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
 from troupe.api.quantity import QuantityError, resource_to_int
@@ -43,8 +42,8 @@ PriorityLookup = Callable[[str], int | None]
 """The value of the PriorityClass of that name, or None when there is none."""
 
 TemplateLookup = Callable[[str, str], TemplatesObject | None]
-"""The Workload ``(namespace, name)`` at the version watched (v1alpha2 or v1beta1), or
-None when it does not exist."""
+"""The Workload ``(namespace, name)`` at the version watched (v1alpha2, v1beta1 or
+v1alpha3), or None when it does not exist."""
 
 _DISRUPTION_MODES = ("Pod", "PodGroup")
 
@@ -315,14 +314,14 @@ def _template_policy(
             api_version=version,
         )
     wanted = template_ref.pod_group_template_name
-    listed: Sequence[PodGroupTemplate | V1beta1PodGroupTemplate] = workload.spec.pod_group_templates
-    for index, template in enumerate(listed):
+    # At v1alpha3 the templates under the Workload's composite templates count too
+    # (template names are unique in the whole Workload, KEP-6012).
+    listed = pod_group_templates_in(workload)
+    for at, template in listed:
         if template.name == wanted:
-            path = (
-                f"Workload {ref.namespace}/{name} spec.podGroupTemplates[{index}].schedulingPolicy"
-            )
+            path = f"Workload {ref.namespace}/{name} {at}.schedulingPolicy"
             return template.effective_policy, path
-    names = ", ".join(f'"{t.name}"' for t in listed) or "none"
+    names = ", ".join(f'"{t.name}"' for _, t in listed) or "none"
     return GroupProblem(
         ref,
         f"{field}.{template_field}",

@@ -8,7 +8,8 @@ scheduler-plugins CRD not installed, a 1.35 cluster without ``v1alpha2``, the
 failing its list forever. It reads legacy discovery, as client-go's
 ``ServerResourcesForGroupVersion`` does: ``GET /apis`` for the group versions, then
 ``GET /apis/<group>/<version>`` for the resources of each candidate; a 404 at either
-step means "not served".
+step means "not served". ``served_templates_version`` picks the version of the
+template Workloads watched beside the standalone PodGroup the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from troupe.api.gangapi import MODEL_OF, PLURAL_OF, VERSIONS_OF
+from troupe.api.gangapi import (
+    MODEL_OF,
+    PLURAL_OF,
+    TEMPLATES_VERSIONS_OF,
+    VERSIONS_OF,
+    WORKLOAD_TEMPLATES_PLURAL,
+)
 from troupe.api.gangs import GangApi
 from troupe.kube.transport import Transport
 
@@ -83,6 +90,19 @@ async def served_gang_versions(
                 served[api] = version
                 break
     return served
+
+
+async def served_templates_version(
+    transport: Transport, pod_group_version: str, *, timeout: float = 30.0
+) -> str | None:
+    """The one version of the template Workload to watch beside the standalone PodGroup
+    at ``pod_group_version``: the newest of ``TEMPLATES_VERSIONS_OF`` the server serves
+    (``v1alpha3`` before ``v1beta1`` at 1.37: the same Workload plus its
+    ``compositePodGroupTemplates``), None when it serves none."""
+    for version in TEMPLATES_VERSIONS_OF.get(pod_group_version, (pod_group_version,)):
+        if await serves(transport, version, WORKLOAD_TEMPLATES_PLURAL, "Workload", timeout=timeout):
+            return version
+    return None
 
 
 async def serves(

@@ -8,12 +8,16 @@ per kind with ``gang_informers`` — or does both with ``add_gang_informers`` on
 each object, so one set of handlers serves all three kinds (``GangDirectory.upsert`` /
 ``remove``, and the PodGroup status controller for the scheduler-plugins kind).
 Objects are parsed straight into the ``troupe.api.gangapi`` model of their version.
-Where the standalone PodGroup is watched, the Workload of the same version is too (when
-served), delivered as a ``WorkloadTemplates`` (v1alpha2) or ``V1beta1Workload`` with
-the PodGroup's API: a PodGroup's ``podGroupTemplateRef`` / ``workloadRef`` names its
-templates. Where the v1beta1 PodGroup is watched and the cluster serves the v1alpha3
-CompositePodGroup (Kubernetes 1.37, KEP-6012), composites are watched too, delivered
-with the PodGroup's API: a v1beta1 PodGroup names its parent composite.
+Where the standalone PodGroup is watched, its template Workloads are too (when served),
+at one version (``served_templates_version``): v1alpha2 beside the v1alpha2 PodGroup;
+beside the v1beta1 PodGroup, v1alpha3 where served (the same Workload plus its
+``compositePodGroupTemplates``), else v1beta1. They are delivered as a
+``WorkloadTemplates``, ``V1beta1Workload`` or ``V1alpha3Workload`` with the PodGroup's
+API: a PodGroup's ``podGroupTemplateRef`` / ``workloadRef`` names its templates, a
+CompositePodGroup's ``workloadRef`` its composite template. Where the v1beta1 PodGroup
+is watched and the cluster serves the v1alpha3 CompositePodGroup (Kubernetes 1.37,
+KEP-6012), composites are watched too, delivered with the PodGroup's API: a v1beta1
+PodGroup names its parent composite.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from troupe.api.gangapi import (
     GroupObject,
 )
 from troupe.api.gangs import GangApi
-from troupe.kube.discovery import served_gang_versions, serves
+from troupe.kube.discovery import served_gang_versions, served_templates_version, serves
 from troupe.kube.informer import Informer, InformerConfig
 from troupe.kube.shared import SharedInformers
 from troupe.kube.transport import Transport
@@ -203,9 +207,10 @@ async def add_gang_informers(
                 rng=rng,
             )
         )
-    if version is not None and await serves(
-        shared.transport, version, WORKLOAD_TEMPLATES_PLURAL, "Workload"
-    ):
+    templates = (
+        await served_templates_version(shared.transport, version) if version is not None else None
+    )
+    if templates is not None:
         shared.add(
             templates_informer(
                 shared.transport,
@@ -215,7 +220,7 @@ async def add_gang_informers(
                 on_delete=on_delete,
                 config=config,
                 rng=rng,
-                api_version=version,
+                api_version=templates,
             )
         )
     return served
@@ -233,7 +238,7 @@ def templates_informer(
     api_version: str = "",
 ) -> Informer[Any]:
     """An informer of every template Workload at ``api_version`` (v1alpha2 by
-    default, or v1beta1), handlers called with the PodGroup's API."""
+    default, v1beta1 or v1alpha3), handlers called with the PodGroup's API."""
     api = GangApi.POD_GROUP
     version = api_version or api.value
     return _informer_for(

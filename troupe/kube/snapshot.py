@@ -20,7 +20,7 @@ from troupe.api.gangapi import (
     WORKLOAD_TEMPLATES_PLURAL,
 )
 from troupe.api.gangs import GangApi
-from troupe.kube.discovery import served_gang_versions, serves
+from troupe.kube.discovery import served_gang_versions, served_templates_version, serves
 from troupe.kube.gang_informers import GANG_PATHS
 from troupe.kube.transport import Transport
 
@@ -89,10 +89,12 @@ async def gang_collections(
             out.append(("workloads", GANG_PATHS[api], version, "Workload"))
         else:
             out.append(("podgroups", f"/apis/{version}/podgroups", version, "PodGroup"))
-            # The Workloads whose templates PodGroups name, at the PodGroup's version.
-            if await serves(transport, version, WORKLOAD_TEMPLATES_PLURAL, "Workload"):
-                path = f"/apis/{version}/{WORKLOAD_TEMPLATES_PLURAL}"
-                out.append(("workloads", path, version, "Workload"))
+            # The Workloads whose templates PodGroups name, at the version troupe
+            # watches beside the PodGroup's (v1alpha3 where served at 1.37).
+            templates = await served_templates_version(transport, version)
+            if templates is not None:
+                path = f"/apis/{templates}/{WORKLOAD_TEMPLATES_PLURAL}"
+                out.append(("workloads", path, templates, "Workload"))
             if version == POD_GROUP_V1BETA1 and await serves(
                 transport,
                 COMPOSITE_POD_GROUP_V1ALPHA3,

@@ -6,8 +6,14 @@ PodGroup's verdict and route (``chain_of``, ``entity_ref``) or a composite's pol
 (``tree_of``). Upstream's API server validates each object alone; the layout rules that
 span objects are the scheduler's, reported with upstream's ``Invalid`` reason (the
 ``CompositePodGroupInitiallyScheduled`` reasons of v1alpha3/types.go): a cycle, a tree
-deeper than ``MAX_TREE_DEPTH`` levels, groups of different Workloads. A parent that does
-not exist yet is no error: the leaf waits for it. Pure functions over the objects.
+deeper than ``MAX_TREE_DEPTH`` levels, groups of different Workloads, and, where the
+Workload is watched at ``v1alpha3`` (the only version with ``compositePodGroupTemplates``),
+templates that do not match the tree: KEP-6012's templates mirror the groups, so a root
+composite names a top-level composite template of its Workload, a child composite a child
+composite template of its parent's template, and a PodGroup under a composite one of its
+parent template's PodGroup templates. A parent that does not exist yet is no error: the
+leaf waits for it; nor is a Workload that does not exist (yet), or one watched at
+``v1beta1``: its templates are then not compared. Pure functions over the objects.
 """
 
 from __future__ import annotations
@@ -19,8 +25,12 @@ from troupe.api.gangapi import (
     MAX_TREE_DEPTH,
     REASON_INVALID,
     CompositePodGroup,
+    CompositePodGroupTemplate,
+    V1alpha3Workload,
     V1beta1PodGroup,
+    V1beta1PodGroupTemplate,
 )
+from troupe.api.gangapi_policy import TemplateLookup
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
 from troupe.api.topology import TopologyLevels, levels_from
 
@@ -38,19 +48,22 @@ def parent_of(obj: object) -> str:
 
 
 def chain_of(
-    leaf: V1beta1PodGroup, composites: Mapping[str, CompositePodGroup]
+    leaf: V1beta1PodGroup,
+    composites: Mapping[str, CompositePodGroup],
+    templates: TemplateLookup | None = None,
 ) -> list[CompositePodGroup] | GroupProblem:
     """The composites above ``leaf``, parent first, or why its layout is wrong (a
-    cycle, deeper than ``MAX_TREE_DEPTH``, groups of different Workloads) or
+    cycle, deeper than ``MAX_TREE_DEPTH``, groups of different Workloads, templates of
+    their v1alpha3 Workload that do not match the tree, ``templates`` looking it up) or
     incomplete (a parent that does not exist yet: ``waiting``)."""
     namespace, name = leaf.metadata.namespace, leaf.metadata.name
     ref = GroupRef(GangApi.POD_GROUP, namespace, name)
 
-    def problem(message: str, *, waiting: bool = False) -> GroupProblem:
+    def problem(message: str, *, waiting: bool = False, field: str = _PARENT_FIELD) -> GroupProblem:
         outcome = "Unschedulable" if waiting else REASON_INVALID
         return GroupProblem(
             ref,
-            _PARENT_FIELD,
+            field,
             message,
             api_version=leaf.api_version,
             outcome=outcome,
@@ -91,7 +104,85 @@ def chain_of(
         return problem(
             f"the groups of one CompositePodGroup tree belong to different Workloads: {named}"
         )
+    workload = (
+        templates(namespace, next(iter(workloads.values())))
+        if templates is not None and workloads
+        else None
+    )
+    if isinstance(workload, V1alpha3Workload):
+        found = templates_problem(leaf, chain, workload)
+        if found is not None:
+            return problem(found[1], field=found[0])
     return chain
+
+
+def _names(templates: Iterable[CompositePodGroupTemplate | V1beta1PodGroupTemplate]) -> str:
+    return ", ".join(f'"{t.name}"' for t in templates) or "none"
+
+
+def _all_composite_templates(
+    templates: Iterable[CompositePodGroupTemplate],
+) -> list[CompositePodGroupTemplate]:
+    found: list[CompositePodGroupTemplate] = []
+    for template in templates:
+        found.append(template)
+        found.extend(_all_composite_templates(template.composite_pod_group_templates))
+    return found
+
+
+def templates_problem(
+    leaf: V1beta1PodGroup, chain: Sequence[CompositePodGroup], workload: V1alpha3Workload
+) -> tuple[str, str] | None:
+    """(field of ``leaf``, message) when the templates the groups of ``chain`` (parent
+    first, up to the root) and ``leaf`` name in their ``workloadRef`` do not follow the
+    tree of ``workload``'s composite templates (KEP-6012): the root composite names a
+    top-level composite template, every other composite a child composite template of
+    its parent's template, and the leaf (when it names a template) one of the PodGroup
+    templates of its parent's template. None when they do."""
+    namespace = leaf.metadata.namespace
+    where = f"Workload {namespace}/{workload.metadata.name}"
+    everywhere = _all_composite_templates(workload.spec.composite_pod_group_templates)
+    known = {t.name for t in everywhere}
+    choices: Sequence[CompositePodGroupTemplate] = workload.spec.composite_pod_group_templates
+    parent: tuple[CompositePodGroup, CompositePodGroupTemplate] | None = None
+    for cpg in reversed(chain):
+        ref = cpg.spec.workload_ref
+        wanted = ref.template_name if ref is not None else ""
+        template = next((t for t in choices if t.name == wanted), None)
+        if template is None:
+            named = (
+                f"CompositePodGroup {namespace}/{cpg.metadata.name} "
+                f'spec.workloadRef.templateName: composite pod group template "{wanted}"'
+            )
+            if wanted not in known:
+                message = f"{named} doesn't exist in {where} (it has {_names(everywhere)})"
+            elif parent is None:
+                message = (
+                    f"{named} is not a top-level template of {where}, as a root "
+                    f"CompositePodGroup's must be (they are {_names(choices)})"
+                )
+            else:
+                message = (
+                    f'{named} is not a child of template "{parent[1].name}" of its parent '
+                    f"{namespace}/{parent[0].metadata.name} in {where} (its composite "
+                    f"templates are {_names(choices)})"
+                )
+            return _PARENT_FIELD, message
+        parent = (cpg, template)
+        choices = template.composite_pod_group_templates
+    ref = leaf.spec.workload_ref
+    if parent is None or ref is None or not ref.template_name:
+        return None
+    wanted = ref.template_name
+    children = parent[1].pod_group_templates
+    if any(t.name == wanted for t in children):
+        return None
+    return (
+        "spec.workloadRef.templateName",
+        f'pod group template "{wanted}" is not a child of template "{parent[1].name}" of '
+        f"its parent {namespace}/{parent[0].metadata.name} in {where} (its pod group "
+        f"templates are {_names(children)})",
+    )
 
 
 def entity_ref(ref: GroupRef, chain: Sequence[CompositePodGroup]) -> GroupRef:

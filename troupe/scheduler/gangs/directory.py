@@ -75,8 +75,8 @@ class GangDirectory:
     def __init__(self, priority_of: PriorityLookup | None = None) -> None:
         self._priority_of = priority_of
         self._objects: dict[_ObjectKey, GroupObject] = {}
-        # Workloads (v1alpha2 or v1beta1) by "namespace/name": the templates PodGroups
-        # refer to.
+        # Workloads (v1alpha2, v1beta1 or v1alpha3) by "namespace/name": the templates
+        # PodGroups and CompositePodGroups refer to.
         self._templates: dict[str, TemplatesObject] = {}
         # Every ref asked or told about, by the object it points at, until forgotten.
         self._refs: dict[_ObjectKey, dict[GroupKey, GroupRef]] = {}
@@ -174,7 +174,7 @@ class GangDirectory:
         obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
         if not isinstance(obj, V1beta1PodGroup) or not composites.parent_of(obj):
             return ref
-        chain = composites.chain_of(obj, self._composites)
+        chain = composites.chain_of(obj, self._composites, self.template_workload)
         if isinstance(chain, GroupProblem):
             return ref
         return composites.entity_ref(ref, chain)
@@ -262,6 +262,15 @@ class GangDirectory:
                 del self._composite_refs[key]
 
     def _templates_changed(self, namespace: str, workload: str) -> None:
+        # A v1alpha3 Workload's composite templates decide whether a tree's layout is
+        # valid: the trees naming it are worked out again.
+        if any(
+            cpg.metadata.namespace == namespace
+            and cpg.spec.workload_ref is not None
+            and cpg.spec.workload_ref.workload_name == workload
+            for cpg in self._composites.values()
+        ):
+            self._composites_changed(namespace)
         for (api, object_key), obj in list(self._objects.items()):
             if not isinstance(obj, NATIVE_POD_GROUPS) or obj.metadata.namespace != namespace:
                 continue
@@ -269,7 +278,8 @@ class GangDirectory:
                 self._invalidate((api, object_key))
                 self._notify(api, namespace, obj.metadata.name)
 
-    def _template_of(self, namespace: str, name: str) -> TemplatesObject | None:
+    def template_workload(self, namespace: str, name: str) -> TemplatesObject | None:
+        """The template Workload as last seen (at the version watched), or None."""
         return self._templates.get(f"{namespace}/{name}")
 
     def get(self, api: GangApi, namespace: str, name: str) -> GroupObject | None:
@@ -508,13 +518,13 @@ class GangDirectory:
             return None
         # Remembered so that a change of the object drops the cached verdict.
         self._remember(ref)
-        verdict = policy_of(obj, ref, self._priority_of, self._template_of)
+        verdict = policy_of(obj, ref, self._priority_of, self.template_workload)
         if (
             isinstance(obj, V1beta1PodGroup)
             and composites.parent_of(obj)
             and isinstance(verdict, GangPolicy)
         ):
-            chain = composites.chain_of(obj, self._composites)
+            chain = composites.chain_of(obj, self._composites, self.template_workload)
             if isinstance(chain, GroupProblem):
                 verdict = chain
         self._verdicts[ref.key] = verdict
