@@ -12,7 +12,8 @@ the real cluster (``troupe.cli.explain_state``).
 Either way the command then reads the cluster to show per node (or topology domain)
 what is free against what a member requests, and proposes fixes, each checked first
 by running the scheduler on a modified copy of the state: more nodes like the best
-one, or a lower minCount. See docs/explain.md.
+one, or a lower minCount. The capacity and text output live in
+``troupe.cli.explain_capacity`` and ``troupe.cli.explain_render``. See docs/explain.md.
 """
 
 from __future__ import annotations
@@ -34,8 +35,16 @@ from troupe.api.config import (
     load_config_file,
 )
 from troupe.api.objects import Node, Pod
-from troupe.api.quantity import format_quantity
-from troupe.api.resources import node_allocatable, pod_requests
+from troupe.api.resources import node_allocatable
+from troupe.cli.explain_capacity import (
+    capacity,
+    fits,
+    member_request,
+    needed,
+    node_filter_note,
+    representative,
+)
+from troupe.cli.explain_render import render
 from troupe.cli.explain_state import ClusterState, ExplainError, Target, attempt, read_cluster
 from troupe.kube.debug import DebugEndpointError, fetch_explanation
 from troupe.plugins.registry import catalog, default_registry
@@ -137,142 +146,33 @@ async def explain(
     assert diagnosis is not None
     diagnosis.pop("found", None)
     report["diagnosis"] = diagnosis
-    request = _member_request(diagnosis)
+    request = member_request(diagnosis)
     levels = (diagnosis.get("topology") or {}).get("required") or ""
-    report["capacity"] = capacity(state, request, _needed(diagnosis), levels)
+    pod = representative(state, target, diagnosis)
+    report["capacity"] = capacity(state, request, needed(diagnosis), levels, pod)
     if not args.no_fixes:
-        report["fixes"] = await fixes(config, state, target, diagnosis, request)
+        report["fixes"] = await fixes(config, state, target, diagnosis, request, pod)
     return report
-
-
-# --- capacity --------------------------------------------------------------------------
-
-
-def _member_request(diagnosis: dict[str, Any]) -> dict[str, int]:
-    """What one member that did not fit requests (the largest such)."""
-    members = diagnosis.get("members") or []
-    failed = [m for m in members if m.get("reason") != "CoschedulingNotMeetMinMember"]
-    pool = failed or members
-    if not pool:
-        return {}
-    best: dict[str, int] = max(
-        (m.get("requests") or {} for m in pool), key=lambda r: sorted(r.values(), reverse=True)
-    )
-    return best
-
-
-def _needed(diagnosis: dict[str, Any]) -> int:
-    """How many members must fit for the attempt to succeed."""
-    quorum = diagnosis.get("quorum")
-    if not quorum:
-        return 1
-    return max(1, int(quorum["minCount"]) - int(quorum["alreadyPlaced"]))
-
-
-def _fmt(resource: str, amount: int) -> str:
-    if resource == "cpu":
-        text = format_quantity(amount) if amount % 1000 else str(amount // 1000)
-        if amount % 1000:
-            text = f"{amount}m"
-        return f"{text} cpu"
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        return f"{format_quantity(amount, binary=True)} {resource}"
-    return f"{amount} {resource}"
-
-
-def fmt_vector(vector: dict[str, int]) -> str:
-    shown = [
-        _fmt(r, v) for r, v in sorted(vector.items(), key=lambda i: (i[0] != "cpu", i[0])) if v
-    ]
-    return ", ".join(shown) or "-"
-
-
-def _fits(free: dict[str, int], request: dict[str, int]) -> int:
-    counts = [free.get(r, 0) // v for r, v in request.items() if v > 0]
-    return max(0, min(counts)) if counts else 0
-
-
-def node_free(state: ClusterState) -> dict[str, tuple[dict[str, int], Obj, str]]:
-    """Node name -> (what is free, the node, why it takes no pod or "")."""
-    used: dict[str, dict[str, int]] = {}
-    for pod in state.pods:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        total = used.setdefault(node, {})
-        for r, v in pod_requests(Pod.model_validate(pod)).items():
-            total[r] = total.get(r, 0) + v
-    out = {}
-    for obj in state.nodes:
-        name = obj["metadata"]["name"]
-        alloc = node_allocatable(Node.model_validate(obj))
-        free = {r: v - used.get(name, {}).get(r, 0) for r, v in alloc.items()}
-        blocked = "cordoned" if (obj.get("spec") or {}).get("unschedulable") else ""
-        out[name] = (free, obj, blocked)
-    return out
-
-
-def capacity(
-    state: ClusterState, request: dict[str, int], needed: int, level: str
-) -> dict[str, Any]:
-    """Per node (or per domain of the gang's required topology level): how many more
-    members fit by resources, and what is short for the members needed."""
-    free = node_free(state)
-    rows: list[dict[str, Any]] = []
-    domains: dict[str, list[str]] = {}
-    for name, (vector, obj, blocked) in sorted(free.items()):
-        fit = 0 if blocked else _fits(vector, request)
-        short = {r: max(0, v - vector.get(r, 0)) for r, v in request.items()} if not fit else {}
-        rows.append(
-            {
-                "node": name,
-                "free": {r: v for r, v in vector.items() if r in request or r == "cpu"},
-                "fit": fit,
-                "short": {r: v for r, v in short.items() if v},
-                "note": blocked,
-            }
-        )
-        if level:
-            value = (obj["metadata"].get("labels") or {}).get(level, "")
-            domains.setdefault(value or "(no label)", []).append(name)
-    out: dict[str, Any] = {"request": request, "needed": needed, "nodes": rows}
-    if not level:
-        domains = {"": sorted(free)}
-    by_node = {row["node"]: row for row in rows}
-    out["level"] = level
-    out["domains"] = []
-    for value, names in sorted(domains.items()):
-        fit = min(needed, sum(int(by_node[n]["fit"]) for n in names))
-        left = {r: sum(free[n][0].get(r, 0) for n in names if not free[n][2]) for r in request}
-        short = {r: max(0, (needed - fit) * v - (left[r] - fit * v)) for r, v in request.items()}
-        out["domains"].append(
-            {
-                "domain": f"{level}={value}" if level else "cluster",
-                "nodes": len(names),
-                "fit": fit,
-                "needed": needed,
-                "short": {r: v for r, v in short.items() if v},
-                "free": left,
-            }
-        )
-    return out
 
 
 # --- fixes ----------------------------------------------------------------------------
 
 
-def _best_node(state: ClusterState, request: dict[str, int], diagnosis: dict[str, Any]) -> str:
+def _best_node(
+    state: ClusterState, request: dict[str, int], diagnosis: dict[str, Any], pod: Pod | None
+) -> str:
     """The node to clone: one a member fits on in this attempt when there is one (it
-    passes every filter), else the one with the most room for a member when empty."""
+    passes every filter), else, of the nodes the member's filters allow, the one with
+    the most room for a member when empty."""
     fits_on = [m.get("fitsOn") for m in diagnosis.get("members") or [] if m.get("fitsOn")]
     names = {n["metadata"]["name"]: n for n in state.nodes}
     if fits_on and fits_on[0] in names:
         return str(fits_on[0])
     best, room = "", -1
     for name, obj in sorted(names.items()):
-        if (obj.get("spec") or {}).get("unschedulable"):
+        if node_filter_note(obj, pod):
             continue
-        r = _fits(node_allocatable(Node.model_validate(obj)), request)
+        r = fits(node_allocatable(Node.model_validate(obj)), request)
         if r > room:
             best, room = name, r
     return best
@@ -284,6 +184,7 @@ async def fixes(
     target: Target,
     diagnosis: dict[str, Any],
     request: dict[str, int],
+    pod: Pod | None = None,
 ) -> list[dict[str, Any]]:
     """Fixes that work: each tried on a copy of the state with the scheduler first."""
     found: list[dict[str, Any]] = []
@@ -291,10 +192,10 @@ async def fixes(
     missing = 1
     if quorum:
         missing = max(1, int(quorum["minCount"]) - int(quorum["fit"]))
-    best = _best_node(state, request, diagnosis)
+    best = _best_node(state, request, diagnosis, pod)
     if best:
         obj = next(n for n in state.nodes if n["metadata"]["name"] == best)
-        per = max(1, _fits(node_allocatable(Node.model_validate(obj)), request))
+        per = max(1, fits(node_allocatable(Node.model_validate(obj)), request))
         count = math.ceil(missing / per)
         for n in (count, count + 1):
             copy, names = state.with_clones(best, n)
@@ -333,122 +234,3 @@ async def fixes(
                         }
                     )
     return found
-
-
-# --- text -------------------------------------------------------------------------------
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
-    return [
-        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
-        for row in [header, *rows]
-    ]
-
-
-def _rejections(member: dict[str, Any]) -> str:
-    if member.get("reason") == "CoschedulingNotMeetMinMember":
-        where = member.get("fitsOn")
-        return f"fits (on {where}); waits for the quorum" if where else "fits; waits for the quorum"
-    parts = [
-        f"{r['extensionPoint']}/{r['plugin']}: {r['nodes']} node(s)"
-        for r in member.get("rejections") or []
-    ]
-    if member.get("preFilter"):
-        parts.append(f"PreFilter: {member['preFilter']}")
-    return "; ".join(parts) or member.get("message") or member.get("code") or "-"
-
-
-def render(report: dict[str, Any]) -> str:
-    t = report["target"]
-    out = [f"{t['kind']} {t['name']} (diagnosis: {report['source']})"]
-    d = report.get("diagnosis")
-    if d is None:
-        if "wouldBind" in report:
-            nodes = ", ".join(f"{k} -> {v}" for k, v in sorted(report["wouldBind"].items()))
-            out.append(f"  schedulable now: the next attempt binds it ({nodes})")
-        else:
-            out.append(
-                "  the scheduler has no failed attempt recorded (bound, unknown, or not tried yet)"
-            )
-        return "\n".join(out)
-    age = time.time() - float(d.get("time") or time.time())
-    if report["source"] == "scheduler":
-        out[0] += f", last attempt {age:.0f}s ago"
-    out.append(f"  {d.get('message', '')}")
-    quorum = d.get("quorum")
-    if quorum:
-        out += [
-            "",
-            "QUORUM",
-            f"  minCount {quorum['minCount']} ({quorum['minCountField']}); placed before: "
-            f"{quorum['alreadyPlaced']}; would fit now: {quorum['fit']}; pending pods: "
-            f"{quorum['pending']}",
-        ]
-        if d.get("minResourcesShortfall"):
-            out.append(f"  minResources short: {d['minResourcesShortfall']}")
-    # Members with the same verdict on one line.
-    groups: dict[tuple[str, str], list[str]] = {}
-    for m in d.get("members") or []:
-        groups.setdefault((m["reason"], _rejections(m)), []).append(m["pod"])
-    rows = []
-    for (reason, why), pods in groups.items():
-        who = pods[0] if len(pods) == 1 else f"{pods[0]} (+{len(pods) - 1} more)"
-        rows.append([who, reason, why])
-    out += ["", "MEMBERS" if quorum else "POD"]
-    out += [
-        "  " + line
-        for line in _table(["POD", "REASON", "REJECTED AT (first rejecting plugin)"], rows)
-    ]
-    for m in (d.get("members") or [])[:1]:
-        if m.get("reasons"):
-            reasons = ", ".join(f"{n} {r}" for r, n in m["reasons"].items())
-            out.append(f"  e.g. {m['pod']}: {m.get('nodes', 0)} node(s): {reasons}")
-    cap = report.get("capacity")
-    if cap:
-        out += [
-            "",
-            f"CAPACITY (one member requests {fmt_vector(cap['request'])}; {cap['needed']} needed)",
-        ]
-        for dom in cap.get("domains") or []:
-            short = f"; short {fmt_vector(dom['short'])}" if dom["short"] else ""
-            if not short and dom["fit"] < dom["needed"]:
-                short = (
-                    f"; {fmt_vector(dom['free'])} free in all, but no node has room "
-                    "for one more member"
-                )
-            out.append(f"  {dom['domain']}: {dom['fit']} of {dom['needed']} fit{short}")
-        rows = [
-            [
-                r["node"],
-                fmt_vector(r["free"]),
-                str(r["fit"]),
-                fmt_vector(r["short"]) if r["short"] else "-",
-                r["note"],
-            ]
-            for r in cap["nodes"]
-        ]
-        out += ["  " + line for line in _table(["NODE", "FREE", "FIT", "SHORT FOR ONE", ""], rows)]
-    pre = d.get("preemption")
-    if pre:
-        out += ["", "PREEMPTION", f"  {pre['result']}: {pre['message']}"]
-        if pre.get("victims"):
-            out.append(f"  victims: {', '.join(pre['victims'])}")
-    elif quorum is None and d["members"] and d["members"][0].get("postFilter"):
-        out += ["", "PREEMPTION", f"  {d['members'][0]['postFilter']}"]
-    elif quorum is not None:
-        out += [
-            "",
-            "PREEMPTION",
-            "  nothing evicted: no pod preemption may evict would make room for the gang",
-        ]
-    if "fixes" in report:
-        out += [
-            "",
-            "FIXES (each checked by running the scheduler on a modified copy of the cluster)",
-        ]
-        if not report["fixes"]:
-            out.append("  none found among: more nodes like the best one, a lower minCount")
-        for fix in report["fixes"]:
-            out.append(f"  - {fix['fix']}  (checked: binds; {fix['checkSeconds']}s)")
-    return "\n".join(out)
