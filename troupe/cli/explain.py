@@ -12,7 +12,8 @@ the real cluster (``troupe.cli.explain_state``).
 Either way the command then reads the cluster to show per node (or topology domain)
 what is free against what a member requests, and proposes fixes, each checked first
 by running the scheduler on a modified copy of the state: more nodes like the best
-one, or a lower minCount. The capacity and text output live in
+one, a lower minCount, or running pods moved out of one node or topology domain
+(``troupe.cli.explain_free``). The capacity and text output live in
 ``troupe.cli.explain_capacity`` and ``troupe.cli.explain_render``. See docs/explain.md.
 """
 
@@ -44,6 +45,7 @@ from troupe.cli.explain_capacity import (
     node_filter_note,
     representative,
 )
+from troupe.cli.explain_free import free_fixes
 from troupe.cli.explain_render import render
 from troupe.cli.explain_state import ClusterState, ExplainError, Target, attempt, read_cluster
 from troupe.kube.debug import DebugEndpointError, fetch_explanation
@@ -233,4 +235,5 @@ async def fixes(
                             "placement": outcome.nodes,
                         }
                     )
+    found += await free_fixes(config, state, target, diagnosis, request, pod)
     return found

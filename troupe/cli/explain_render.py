@@ -121,7 +121,12 @@ def render(report: dict[str, Any]) -> str:
             "FIXES (each checked by running the scheduler on a modified copy of the cluster)",
         ]
         if not report["fixes"]:
-            out.append("  none found among: more nodes like the best one, a lower minCount")
+            out.append(
+                "  none found among: more nodes like the best one, a lower minCount, "
+                "running pods moved out of one node or domain"
+            )
         for fix in report["fixes"]:
             out.append(f"  - {fix['fix']}  (checked: binds; {fix['checkSeconds']}s)")
+            if fix.get("note"):
+                out.append(f"    {fix['note']}")
     return "\n".join(out)

@@ -7,7 +7,7 @@ objects. ``attempt`` loads a state into a fresh embedded cluster and runs the sa
 ``SchedulerDaemon`` (the same profile, the same code) against it until the target
 pod or group is either bound or rejected once; the rejection is the scheduler's own
 structured diagnosis (``troupe.scheduler.observe.explain``). Nothing is written to the
-real cluster: the what-if copies (``with_clones``, ``with_min_count``) are changed
+real cluster: the what-if copies (``with_clones``, ``with_min_count``, ``without_pods``) are changed
 and tried in their own embedded cluster.
 
 Only the target's pending pods are copied, with every pod already bound: the attempt
@@ -165,6 +165,17 @@ class ClusterState:
             nodes.append(clone)
             names.append(name)
         return state, names
+
+    def without_pods(self, keys: set[str]) -> ClusterState:
+        """A copy without the pods ``keys`` ("NS/NAME"): moved elsewhere, or deleted."""
+        state = self.copy()
+        pods = state.lists[CORE_LISTS["pods"]]
+        pods[:] = [
+            p
+            for p in pods
+            if f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" not in keys
+        ]
+        return state
 
     def with_min_count(self, target: Target, min_count: int) -> ClusterState | None:
         """A copy whose target group asks for ``min_count`` (None: no such field)."""

@@ -1,0 +1,295 @@
+"""``troupe explain``'s free-capacity fix: which running pods to move so the target
+binds, e.g. ``free 8 nvidia.com/gpu in rack zone-a-r0 (move 4 pods: ...)``.
+
+The search works on requests, as the capacity section does. Per candidate domain (each
+domain of the gang's required topology level, or the whole cluster without one) it
+frees room for one more member at a time on the node that needs the fewest pods moved
+for it, until the members still needed fit. Only nodes the member's own filters allow
+are used (``node_filter_note``); the target's own pods, DaemonSet and mirror pods are
+never moved; pods of lower priority than the target are preferred (on each node the
+set is first looked for among them only). Domains are ranked by how many moved pods
+do not have lower priority, then by how many pods move, then by how many nodes.
+
+Like the other fixes, a plan is shown only if the scheduler, run on a copy of the
+state without those pods, binds the target; at most ``CANDIDATES`` plans are tried.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from troupe.api.config import ResolvedConfig
+from troupe.api.objects import Pod
+from troupe.api.resources import pod_requests
+from troupe.cli.explain_capacity import fits, fmt_vector, needed, node_free
+from troupe.cli.explain_state import ClusterState, Target, attempt
+
+Obj = dict[str, Any]
+CANDIDATES = 2  # plans verified at most (each is one run of the scheduler)
+EXHAUSTIVE = 3  # per node, sets up to this size are searched exhaustively
+SHOWN = 6  # pods named in the fix's text (all of them in -o json)
+
+
+@dataclass(frozen=True)
+class Movable:
+    key: str
+    node: str
+    priority: int
+    requests: dict[str, int]
+    lower: bool  # of lower priority than the target
+
+
+@dataclass
+class Plan:
+    level: str
+    value: str  # the domain's label value ("" without a level)
+    pods: list[Movable] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> list[str]:
+        return sorted({m.node for m in self.pods})
+
+    def rank(self) -> tuple[int, int, int, str]:
+        return (sum(not m.lower for m in self.pods), len(self.pods), len(self.nodes), self.value)
+
+
+def _key(obj: Obj) -> str:
+    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+
+
+def _movable(obj: Obj) -> bool:
+    meta = obj["metadata"]
+    if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
+        return False
+    owners = meta.get("ownerReferences") or []
+    return not any(o.get("kind") == "DaemonSet" for o in owners)
+
+
+def target_priority(state: ClusterState, target: Target) -> int:
+    """The priority of the target's pending pods (the highest, for a gang)."""
+    values = [int((p.get("spec") or {}).get("priority") or 0) for p in state.members(target)]
+    return max(values, default=0)
+
+
+def running(state: ClusterState, target: Target, priority: int) -> dict[str, list[Movable]]:
+    """Node -> the pods bound there that may be moved for the target."""
+    own = {_key(p) for p in state.bound_members(target)}
+    out: dict[str, list[Movable]] = {}
+    for obj in state.pods:
+        node = (obj.get("spec") or {}).get("nodeName")
+        if not node or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if _key(obj) in own or not _movable(obj):
+            continue
+        prio = int((obj.get("spec") or {}).get("priority") or 0)
+        requests = dict(pod_requests(Pod.model_validate(obj)))
+        out.setdefault(node, []).append(Movable(_key(obj), node, prio, requests, prio < priority))
+    return out
+
+
+def _covers(chosen: tuple[Movable, ...], deficit: dict[str, int]) -> bool:
+    return all(sum(m.requests.get(r, 0) for m in chosen) >= v for r, v in deficit.items())
+
+
+def _cover(deficit: dict[str, int], pool: list[Movable]) -> list[Movable] | None:
+    """The fewest pods of ``pool`` whose requests cover ``deficit`` (then the least
+    freed beyond it): exhaustively up to EXHAUSTIVE pods, greedily beyond."""
+    useful = [m for m in pool if any(m.requests.get(r, 0) for r in deficit)]
+
+    def waste(chosen: tuple[Movable, ...]) -> tuple[int, list[str]]:
+        extra = sum(sum(m.requests.get(r, 0) for m in chosen) - v for r, v in deficit.items())
+        return extra, [m.key for m in chosen]
+
+    for size in range(1, min(EXHAUSTIVE, len(useful)) + 1):
+        found = [c for c in itertools.combinations(useful, size) if _covers(c, deficit)]
+        if found:
+            found.sort(key=waste)
+            return list(found[0])
+
+    def gain(m: Movable) -> float:
+        return sum(min(m.requests.get(r, 0), v) / v for r, v in deficit.items())
+
+    chosen: list[Movable] = []
+    for m in sorted(useful, key=lambda m: (-gain(m), m.key)):
+        chosen.append(m)
+        if _covers(tuple(chosen), deficit):
+            return chosen
+    return None
+
+
+def _one_more(
+    room: dict[str, int], request: dict[str, int], pods: list[Movable]
+) -> list[Movable] | None:
+    """The pods to move from one node so one more member fits on it (None: none do)."""
+    want = fits(room, request) + 1
+    deficit = {r: v * want - room.get(r, 0) for r, v in request.items() if v > 0}
+    deficit = {r: v for r, v in deficit.items() if v > 0}
+    for pool in ([m for m in pods if m.lower], pods):
+        found = _cover(deficit, pool)
+        if found is not None:
+            return found
+    return None
+
+
+def _plan(
+    level: str,
+    value: str,
+    nodes: list[str],
+    free: dict[str, dict[str, int]],
+    movable: dict[str, list[Movable]],
+    request: dict[str, int],
+    count: int,
+) -> Plan | None:
+    """Room for ``count`` members on ``nodes``, freeing one member's room at a time."""
+    room = {n: dict(free[n]) for n in nodes}
+    plan = Plan(level, value)
+    while sum(fits(room[n], request) for n in nodes) < count:
+        best: tuple[tuple[int, int, bool, str], str, list[Movable]] | None = None
+        for n in nodes:
+            left = [m for m in movable.get(n, []) if m not in plan.pods]
+            found = _one_more(room[n], request, left)
+            if found is None:
+                continue
+            score = (sum(not m.lower for m in found), len(found), n not in plan.nodes, n)
+            if best is None or score < best[0]:
+                best = (score, n, found)
+        if best is None:
+            return None
+        _, n, found = best
+        for m in found:
+            for r, v in m.requests.items():
+                room[n][r] = room[n].get(r, 0) + v
+        plan.pods.extend(found)
+    return plan if plan.pods else None
+
+
+def search(
+    state: ClusterState,
+    target: Target,
+    diagnosis: dict[str, Any],
+    request: dict[str, int],
+    pod: Pod | None,
+) -> list[Plan]:
+    """Plans that free room for the members still needed, best first."""
+    if not request:
+        return []
+    level = (diagnosis.get("topology") or {}).get("required") or ""
+    nodes = node_free(state, pod)
+    allowed = {n: v[0] for n, v in nodes.items() if not v[2]}
+    movable = running(state, target, target_priority(state, target))
+    domains: dict[str, list[str]] = {}
+    for name in sorted(allowed):
+        labels = nodes[name][1]["metadata"].get("labels") or {}
+        if not level:
+            domains.setdefault("", []).append(name)
+        elif level in labels:
+            domains.setdefault(labels[level], []).append(name)
+    if level:
+        # Members already bound hold the gang to their domain.
+        placed = {(p.get("spec") or {}).get("nodeName") for p in state.bound_members(target)}
+        held = {
+            (nodes[n][1]["metadata"].get("labels") or {}).get(level) for n in placed if n in nodes
+        }
+        if held:
+            domains = {v: ns for v, ns in domains.items() if v in held}
+    plans = [
+        p
+        for value, names in domains.items()
+        if (p := _plan(level, value, names, allowed, movable, request, needed(diagnosis)))
+    ]
+    return sorted(plans, key=Plan.rank)
+
+
+def _freed(plan: Plan, request: dict[str, int]) -> dict[str, int]:
+    return {r: sum(m.requests.get(r, 0) for m in plan.pods) for r in request}
+
+
+def _preemption_said(diagnosis: dict[str, Any]) -> tuple[str, str]:
+    """(result, message) of the diagnosis' preemption: result "none" when it evicted
+    nothing and gave no reason."""
+    pre = diagnosis.get("preemption")
+    if pre:
+        return str(pre.get("result") or ""), str(pre.get("message") or "")
+    members = diagnosis.get("members") or []
+    post = str(members[0].get("postFilter") or "") if members else ""
+    if "preemptionPolicy=Never" in post:
+        return "never", post
+    if diagnosis.get("nominatedNodeName"):
+        return "preempted", post
+    return "none", post
+
+
+def priority_note(plan: Plan, priority: int, diagnosis: dict[str, Any]) -> str:
+    """Whether preemption could have made this room, and why it did not."""
+    higher = [m for m in plan.pods if not m.lower]
+    if higher:
+        return (
+            f"{len(higher)} of the moved pods have priority >= the target's ({priority}); "
+            "preemption only evicts lower-priority pods, so it could not do this"
+        )
+    note = f"all of lower priority than the target ({priority}): preemption could do this"
+    result, _ = _preemption_said(diagnosis)
+    why = {
+        "never": "it is off for the target (preemptionPolicy: Never)",
+        "rejected": "a PermitDisruption plugin refused its plan",
+        "waiting": "it already evicted pods for the target and waits for them to go",
+        "preempted": "it is already evicting pods for the target",
+        "error": "it failed with an error",
+    }.get(
+        result,
+        "its own search found no victims that make the target fit (it evicts only what "
+        "the scheduler's preemption plugins choose; this plan was checked by removing "
+        "the pods)",
+    )
+    return f"{note}; it did not: {why}"
+
+
+def describe(plan: Plan, request: dict[str, int]) -> str:
+    if plan.level:
+        short = plan.level.rsplit("/", 1)[-1]
+        where = f"in {short} {plan.value}"
+    else:
+        where = "on " + ", ".join(plan.nodes)
+    names = [m.key for m in plan.pods]
+    n = len(names)
+    shown = ", ".join(names[:SHOWN]) + (f", +{n - SHOWN} more" if n > SHOWN else "")
+    freed = fmt_vector(_freed(plan, request))
+    return f"free {freed} {where} (move {n} pod{'s' * (n > 1)}: {shown})"
+
+
+async def free_fixes(
+    config: ResolvedConfig,
+    state: ClusterState,
+    target: Target,
+    diagnosis: dict[str, Any],
+    request: dict[str, int],
+    pod: Pod | None,
+) -> list[dict[str, Any]]:
+    """The best plan that makes the target bind, checked with the scheduler."""
+    priority = target_priority(state, target)
+    for plan in search(state, target, diagnosis, request, pod)[:CANDIDATES]:
+        copy = state.without_pods({m.key for m in plan.pods})
+        start = time.perf_counter()
+        outcome = await attempt(config, copy, target)
+        if not outcome.bound:
+            continue
+        return [
+            {
+                "fix": describe(plan, request),
+                "kind": "freeCapacity",
+                "level": plan.level,
+                "domain": f"{plan.level}={plan.value}" if plan.level else "",
+                "nodes": plan.nodes,
+                "freed": _freed(plan, request),
+                "pods": [m.key for m in plan.pods],
+                "lowerPriority": all(m.lower for m in plan.pods),
+                "note": priority_note(plan, priority, diagnosis),
+                "verified": True,
+                "checkSeconds": round(time.perf_counter() - start, 2),
+                "placement": outcome.nodes,
+            }
+        ]
+    return []
