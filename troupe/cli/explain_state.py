@@ -114,8 +114,33 @@ class ClusterState:
                     return path, obj
         return None
 
+    def group_names(self, target: Target) -> set[str]:
+        """The target group's name and, for a CompositePodGroup, the names of every
+        PodGroup and CompositePodGroup under it (``spec.parentCompositePodGroupName``)."""
+        names = {target.name}
+        children = [
+            o
+            for path, objs in self.lists.items()
+            if path.startswith("/apis/scheduling.k8s.io/") and path.endswith("podgroups")
+            for o in objs
+            if o["metadata"].get("namespace") == target.namespace
+        ]
+        grew = True
+        while grew:
+            grew = False
+            for obj in children:
+                parent = (obj.get("spec") or {}).get("parentCompositePodGroupName")
+                if parent in names and obj["metadata"]["name"] not in names:
+                    names.add(obj["metadata"]["name"])
+                    grew = True
+        return names
+
+    def _in_group(self, pod: Obj, target: Target, names: set[str]) -> bool:
+        return target.kind == "podgroup" and bool(names & _groups_named(pod, target.sub))
+
     def members(self, target: Target) -> list[Obj]:
         """The target's pods that are not bound (for a pod: itself)."""
+        names = self.group_names(target) if target.kind == "podgroup" else set()
         out = []
         for pod in self.pods:
             meta, spec = pod["metadata"], pod.get("spec", {})
@@ -126,19 +151,19 @@ class ClusterState:
             if target.kind == "pod":
                 if meta["name"] == target.name:
                     out.append(pod)
-            elif target.name in _groups_named(pod, target.sub):
+            elif self._in_group(pod, target, names):
                 out.append(pod)
         return out
 
     def bound_members(self, target: Target) -> list[Obj]:
+        names = self.group_names(target) if target.kind == "podgroup" else set()
         return [
             p
             for p in self.pods
             if p["metadata"].get("namespace") == target.namespace
             and p.get("spec", {}).get("nodeName")
             and not _terminal(p)
-            and target.kind == "podgroup"
-            and target.name in _groups_named(p, target.sub)
+            and self._in_group(p, target, names)
         ]
 
     # --- what-if copies -------------------------------------------------------------
