@@ -20,6 +20,8 @@ from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 
 from tests.integration.conftest import Bindings, eventually, pod
+from tests.integration.test_composite_gangs_e2e import COMPOSITES, child, composite
+from tests.integration.test_v1beta1_gangs_e2e import member
 
 TOKEN = "s3cret-debug-token-0123456789"
 
@@ -342,3 +344,72 @@ async def test_delegated_auth_asks_the_api_server_who_may_read_the_diagnosis(
             assert code == 3 and "401" in err
         finally:
             await stop_run(proc)
+
+
+async def test_explain_a_composite_pod_group_live_and_offline(
+    cluster: SimCluster, tmp_path: Path
+) -> None:
+    """A CompositePodGroup (a driver PodGroup of 1 and workers needing 6 of 8, both
+    required) with room for the driver and 5 workers: its members are the pods of its
+    PodGroups, for the scheduler's diagnosis and for the fixes' copies alike."""
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    bindings = Bindings(cluster)
+    for node in ("node-0", "node-1", "node-2"):
+        for j in range(2):
+            cluster.store.create("pods", pod(f"filler-{node}-{j}", cpu="1", nodeName=node))
+    cluster.store.create(COMPOSITES, composite("job", 2))
+    cluster.store.create("podgroups.scheduling.k8s.io", child("driver", 1, "job"))
+    cluster.store.create("podgroups.scheduling.k8s.io", child("workers", 6, "job"))
+    cluster.store.create("pods", member("driver", 0))
+    for i in range(8):
+        cluster.store.create("pods", member("workers", i))
+    proc, server = await start_run(kubeconfig, "--debug-token-file", str(token_file))
+    try:
+        for _ in range(300):
+            if await fetch_explanation(server, TOKEN, "podgroup", "default", "job"):
+                break
+            await asyncio.sleep(0.05)
+        reports = {}
+        for source, how in (
+            ("scheduler", ("--server", server, "--token-file", str(token_file))),
+            ("offline", ("--offline",)),
+        ):
+            base = ("explain", "podgroup", "default/job", "--kubeconfig", str(kubeconfig), *how)
+            code, out, err = await troupe(*base, "-o", "json")
+            assert code == 0, err
+            reports[source] = json.loads(out)
+            code, text, err = await troupe(*base)
+            assert code == 0, err
+            print(text)
+            assert (
+                "composite default/job: 1 of 2 required groups fit (driver 1/1, workers 5/6)"
+                in text
+            )
+            assert "minCount 7 (spec.schedulingPolicy.gang.minGroupCount)" in text
+            assert "pending pods: 9" in text
+            assert "add 1 more node like" in text
+            assert re.search(
+                r"free 1 cpu on node-\d \(move 1 pod: default/filler-node-\d-\d\)", text
+            )
+        live, offline = reports["scheduler"], reports["offline"]
+        assert live["diagnosis"]["group"]["kind"] == "CompositePodGroup"
+        assert shape(offline["diagnosis"]) == shape(live["diagnosis"])
+        for report in (live, offline):
+            assert [f["kind"] for f in report["fixes"]] == ["addNodes", "freeCapacity"]
+            assert len(report["fixes"][1]["placement"]) == 7
+
+        # Move the pod the scheduler's report names: the driver and 6 workers bind.
+        (victim,) = live["fixes"][1]["pods"]
+        cluster.store.delete("pods", victim.split("/")[1], "default", grace_period_seconds=0)
+        await eventually(
+            lambda: (
+                sum(k.startswith(("default/driver-", "default/workers-")) for k in bindings.node)
+                == 7
+            ),
+            timeout=30,
+            what="the driver and 6 workers bound",
+        )
+    finally:
+        await stop_run(proc)
