@@ -1,0 +1,118 @@
+"""The free-capacity search of ``troupe explain`` on a cluster state in memory (the
+checked runs are end to end, tests/integration/test_explain_free_e2e.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from troupe.api.objects import Pod
+from troupe.cli.explain_capacity import capacity
+from troupe.cli.explain_free import describe, priority_note, search
+from troupe.cli.explain_state import CORE_LISTS, ClusterState, Target
+
+RACK = "example.com/rack"
+
+
+def node(name: str, rack: str, cpu: str = "4", **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {RACK: rack, "kubernetes.io/hostname": name}},
+        "spec": spec,
+        "status": {"allocatable": {"cpu": cpu, "pods": "110"}},
+    }
+
+
+def pod(name: str, cpu: str, node: str = "", priority: int = 0, **meta: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+        "priority": priority,
+    }
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name, "namespace": "default", **meta}, "spec": spec}
+
+
+def member(i: int, node: str = "") -> dict[str, Any]:
+    return pod(f"m-{i}", "3", node, 100, labels={"scheduling.x-k8s.io/pod-group": "g"})
+
+
+def state(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> ClusterState:
+    return ClusterState({CORE_LISTS["nodes"]: nodes, CORE_LISTS["pods"]: pods})
+
+
+def diagnosis(min_count: int, placed: int = 0, level: str = RACK) -> dict[str, Any]:
+    return {
+        "quorum": {"minCount": min_count, "alreadyPlaced": placed, "fit": 0},
+        "topology": {"required": level},
+        "members": [],
+        "preemption": {"result": "never", "message": ""},
+    }
+
+
+GANG = Target("podgroup", "default", "g")
+REQUEST = {"cpu": 3000}
+
+
+def test_lower_priority_pods_first_even_if_more_of_them() -> None:
+    s = state(
+        [node("a1", "a"), node("a2", "a"), node("b1", "b"), node("b2", "b")],
+        [
+            pod("lo-a1-0", "2", "a1", 10), pod("lo-a1-1", "2", "a1", 10),
+            pod("lo-a2-0", "2", "a2", 10), pod("lo-a2-1", "2", "a2", 10),
+            pod("lo-b1", "4", "b1", 10), pod("hi-b2", "4", "b2", 1000),
+            member(0), member(1),
+        ],
+    )  # fmt: skip
+    plans = search(s, GANG, diagnosis(2), REQUEST, None)
+    assert [(p.value, len(p.pods)) for p in plans] == [("a", 4), ("b", 2)]
+    assert describe(plans[0], REQUEST) == (
+        "free 8 cpu in rack a (move 4 pods: default/lo-a1-0, default/lo-a1-1, "
+        "default/lo-a2-0, default/lo-a2-1)"
+    )
+    assert priority_note(plans[0], 100, diagnosis(2)).endswith(
+        "it did not: it is off for the target (preemptionPolicy: Never)"
+    )
+    assert priority_note(plans[1], 100, diagnosis(2)).startswith(
+        "1 of the moved pods have priority >= the target's (100)"
+    )
+
+
+def test_one_big_pod_rather_than_two_small_and_never_the_gang_or_a_daemon() -> None:
+    daemon = {"ownerReferences": [{"kind": "DaemonSet", "name": "ds", "uid": "1"}]}
+    # 12 cpu, all taken: the placed member 3, a DaemonSet pod 2, two pods of 2, one of 3.
+    s = state(
+        [node("a1", "a", cpu="12")],
+        [
+            member(0, "a1"),  # placed before: never moved
+            pod("ds", "2", "a1", 0, **daemon),
+            pod("small-0", "2", "a1", 10), pod("small-1", "2", "a1", 10),
+            pod("big", "3", "a1", 10),
+            member(1),
+        ],
+    )  # fmt: skip
+    (plan,) = search(s, GANG, diagnosis(2, placed=1), REQUEST, None)
+    assert [m.key for m in plan.pods] == ["default/big"]
+    assert describe(plan, REQUEST) == "free 3 cpu in rack a (move 1 pod: default/big)"
+
+
+def test_a_node_the_pod_may_not_use_is_neither_room_nor_freed() -> None:
+    taint = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+    s = state(
+        [node("n1", "a"), node("n2", "a", taints=[taint]), node("n3", "a", unschedulable=True)],
+        [pod("x", "2", "n1", 10), pod("solo", "3", "", 100)],
+    )
+    target = Target("pod", "default", "solo")
+    d = diagnosis(1, level="")
+    d.pop("quorum")
+    solo = Pod.model_validate(s.members(target)[0])
+    cap = capacity(s, REQUEST, 1, "", solo)
+    notes = {r["node"]: r["note"] for r in cap["nodes"]}
+    assert notes == {
+        "n1": "",
+        "n2": "taint dedicated=db:NoSchedule not tolerated",
+        "n3": "cordoned",
+    }
+    assert cap["domains"][0]["excluded"] == 2 and cap["domains"][0]["fit"] == 0
+    (plan,) = search(s, target, d, REQUEST, solo)
+    assert describe(plan, REQUEST) == "free 2 cpu on n1 (move 1 pod: default/x)"
+    # Without the pod's filters the tainted node would look free (and need no move).
+    assert search(s, target, d, REQUEST, None) == []
