@@ -7,7 +7,8 @@ frees room for one more member at a time on the node that needs the fewest pods 
 for it, until the members still needed fit. Only nodes the member's own filters allow
 are used (``node_filter_note``); the target's own pods, DaemonSet and mirror pods are
 never moved; pods of lower priority than the target are preferred (on each node the
-set is first looked for among them only). Domains are ranked by how many moved pods
+set is first looked for among them only, exhaustively up to EXHAUSTIVE pods among the
+POOL that free the most, then greedily). Domains are ranked by how many moved pods
 do not have lower priority, then by how many pods move, then by how many nodes.
 
 Like the other fixes, a plan is shown only if the scheduler, run on a copy of the
@@ -30,6 +31,7 @@ from troupe.cli.explain_state import ClusterState, Target, attempt
 Obj = dict[str, Any]
 CANDIDATES = 2  # plans verified at most (each is one run of the scheduler)
 EXHAUSTIVE = 3  # per node, sets up to this size are searched exhaustively
+POOL = 12  # among the pods that free the most there
 SHOWN = 6  # pods named in the fix's text (all of them in -o json)
 
 
@@ -97,23 +99,28 @@ def _covers(chosen: tuple[Movable, ...], deficit: dict[str, int]) -> bool:
 def _cover(deficit: dict[str, int], pool: list[Movable]) -> list[Movable] | None:
     """The fewest pods of ``pool`` whose requests cover ``deficit`` (then the least
     freed beyond it): exhaustively up to EXHAUSTIVE pods, greedily beyond."""
-    useful = [m for m in pool if any(m.requests.get(r, 0) for r in deficit)]
+
+    def gain(m: Movable) -> float:
+        return sum(min(m.requests.get(r, 0), v) / v for r, v in deficit.items())
 
     def waste(chosen: tuple[Movable, ...]) -> tuple[int, list[str]]:
         extra = sum(sum(m.requests.get(r, 0) for m in chosen) - v for r, v in deficit.items())
         return extra, [m.key for m in chosen]
 
-    for size in range(1, min(EXHAUSTIVE, len(useful)) + 1):
-        found = [c for c in itertools.combinations(useful, size) if _covers(c, deficit)]
+    useful = sorted(
+        (m for m in pool if any(m.requests.get(r, 0) for r in deficit)),
+        key=lambda m: (-gain(m), m.key),
+    )
+    # The exhaustive search looks at the pods that free the most only.
+    best = useful[:POOL]
+    for size in range(1, min(EXHAUSTIVE, len(best)) + 1):
+        found = [c for c in itertools.combinations(best, size) if _covers(c, deficit)]
         if found:
             found.sort(key=waste)
             return list(found[0])
 
-    def gain(m: Movable) -> float:
-        return sum(min(m.requests.get(r, 0), v) / v for r, v in deficit.items())
-
     chosen: list[Movable] = []
-    for m in sorted(useful, key=lambda m: (-gain(m), m.key)):
+    for m in useful:
         chosen.append(m)
         if _covers(tuple(chosen), deficit):
             return chosen
@@ -146,11 +153,15 @@ def _plan(
     """Room for ``count`` members on ``nodes``, freeing one member's room at a time."""
     room = {n: dict(free[n]) for n in nodes}
     plan = Plan(level, value)
+    # Node -> the pods to move there for one more member (recomputed when it changes).
+    options: dict[str, list[Movable] | None] = {}
     while sum(fits(room[n], request) for n in nodes) < count:
         best: tuple[tuple[int, int, bool, str], str, list[Movable]] | None = None
         for n in nodes:
-            left = [m for m in movable.get(n, []) if m not in plan.pods]
-            found = _one_more(room[n], request, left)
+            if n not in options:
+                left = [m for m in movable.get(n, []) if m not in plan.pods]
+                options[n] = _one_more(room[n], request, left)
+            found = options[n]
             if found is None:
                 continue
             score = (sum(not m.lower for m in found), len(found), n not in plan.nodes, n)
@@ -163,6 +174,7 @@ def _plan(
             for r, v in m.requests.items():
                 room[n][r] = room[n].get(r, 0) + v
         plan.pods.extend(found)
+        del options[n]
     return plan if plan.pods else None
 
 
