@@ -8,13 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.gangapi import (
-    MODEL_OF,
     CoschedulingPodGroup,
-    GroupObject,
     PodGroup,
     Workload,
-    api_of,
     parse_time,
+)
+from troupe.api.gangapi_kinds import (
+    MODEL_OF,
+    GroupObject,
+    api_of,
 )
 from troupe.api.gangapi_policy import policy_of, ref_of_object
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef

@@ -15,7 +15,12 @@ import pytest
 import yaml
 from troupe.api.client import ApiError
 from troupe.api.clock import RealClock
-from troupe.api.gangapi import CoschedulingPodGroup, GroupObject, PodGroup, V1alpha3Workload
+from troupe.api.gangapi import (
+    CoschedulingPodGroup,
+    PodGroup,
+    V1alpha3Workload,
+)
+from troupe.api.gangapi_kinds import GroupObject
 from troupe.api.gangs import POD_GROUP_LABEL, GangApi, GroupRef
 from troupe.api.objects import Node, Pod
 from troupe.api.tasks import TaskSupervisor

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Literal
 
-from troupe.api.gangapi import GroupObject
+from troupe.api.gangapi_kinds import GroupObject
 from troupe.api.gangs import GangApi
 from troupe.api.objects import Node, Pod
 from troupe.queue.entity import QueuedGroupInfo

@@ -19,19 +19,21 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from troupe.api.gangapi import (
-    TEMPLATES_OBJECTS,
     WORKLOAD_MAX_POD_GROUPS,
     CompositePodGroup,
     CoschedulingPodGroup,
-    GroupObject,
-    NativePodGroup,
     PodGroup,
     PodGroupTemplateReference,
     SchedulingPolicy,
-    TemplatesObject,
     V1beta1PodGroup,
     Workload,
     parse_time,
+)
+from troupe.api.gangapi_kinds import (
+    TEMPLATES_OBJECTS,
+    GroupObject,
+    NativePodGroup,
+    TemplatesObject,
     pod_group_templates_in,
 )
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef

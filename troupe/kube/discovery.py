@@ -18,12 +18,12 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from troupe.api.gangapi import (
+from troupe.api.gangapi import WORKLOAD_TEMPLATES_PLURAL
+from troupe.api.gangapi_kinds import (
     MODEL_OF,
     PLURAL_OF,
     TEMPLATES_VERSIONS_OF,
     VERSIONS_OF,
-    WORKLOAD_TEMPLATES_PLURAL,
 )
 from troupe.api.gangs import GangApi
 from troupe.kube.transport import Transport

@@ -30,12 +30,14 @@ from troupe.api.clock import Clock
 from troupe.api.gangapi import (
     COMPOSITE_POD_GROUP_V1ALPHA3,
     COMPOSITE_POD_GROUPS_PLURAL,
-    MODEL_AT,
-    PLURAL_OF,
     POD_GROUP_V1BETA1,
-    TEMPLATES_MODEL_AT,
     WORKLOAD_TEMPLATES_PLURAL,
     CompositePodGroup,
+)
+from troupe.api.gangapi_kinds import (
+    MODEL_AT,
+    PLURAL_OF,
+    TEMPLATES_MODEL_AT,
     GroupObject,
 )
 from troupe.api.gangs import GangApi

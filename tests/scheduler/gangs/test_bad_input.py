@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from troupe.api.gangapi import GroupObject
+from troupe.api.gangapi_kinds import GroupObject
 from troupe.api.gangs import GangApi
 from troupe.api.objects import Pod
 from troupe.scheduler.gangs.timeouts import GATE_REPORT_AFTER

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from troupe.api.gangapi import (
     CompositePodGroup,
-    TemplatesObject,
     V1alpha3Workload,
     V1beta1PodGroup,
     V1beta1Workload,
 )
+from troupe.api.gangapi_kinds import TemplatesObject
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
 from troupe.scheduler.gangs import GangDirectory
 from troupe.scheduler.gangs.composites import chain_of

@@ -36,15 +36,17 @@ import structlog
 from troupe.api.composite import GroupNode, required_pods
 from troupe.api.gangapi import (
     COMPOSITE_POD_GROUP_V1ALPHA3,
+    CompositePodGroup,
+    V1beta1PodGroup,
+    parse_time,
+)
+from troupe.api.gangapi_kinds import (
     NATIVE_POD_GROUPS,
     TEMPLATES_OBJECTS,
-    CompositePodGroup,
     GroupObject,
     NativePodGroup,
     TemplatesObject,
-    V1beta1PodGroup,
     api_of,
-    parse_time,
 )
 from troupe.api.gangapi_policy import PriorityLookup, policy_of
 from troupe.api.gangs import GangApi, GangPolicy, GroupKey, GroupProblem, GroupRef, group_ref_of

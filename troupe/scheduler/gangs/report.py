@@ -26,11 +26,10 @@ from troupe.api.client import Event, ObjectRef
 from troupe.api.clock import Clock
 from troupe.api.gangapi import (
     DISRUPTION_TARGET,
-    NATIVE_POD_GROUPS,
     Condition,
     ScheduledOutcome,
-    scheduled_condition_type,
 )
+from troupe.api.gangapi_kinds import NATIVE_POD_GROUPS, scheduled_condition_type
 from troupe.api.gangs import GangApi, GroupRef
 from troupe.api.objects import Pod, PodCondition
 from troupe.api.podinfo import PodInfo

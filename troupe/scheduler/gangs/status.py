@@ -31,7 +31,6 @@ from troupe.api.gangapi import (
     PHASE_PENDING,
     PHASE_RUNNING,
     PHASE_SCHEDULING,
-    PLURAL_OF,
     POD_GROUP_INITIALLY_SCHEDULED,
     POD_GROUP_SCHEDULED,
     Condition,
@@ -40,6 +39,7 @@ from troupe.api.gangapi import (
     ScheduledOutcome,
     parse_time,
 )
+from troupe.api.gangapi_kinds import PLURAL_OF
 from troupe.api.gangs import POD_GROUP_LABEL, GangApi, group_ref_of
 from troupe.api.objects import Pod, PodKey
 from troupe.api.tasks import TaskSupervisor

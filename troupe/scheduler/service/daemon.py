@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 from troupe.api.clock import Clock, RealClock
 from troupe.api.config import ResolvedConfig
 from troupe.api.framework import NamespaceLabels
-from troupe.api.gangapi import GroupObject
+from troupe.api.gangapi_kinds import GroupObject
 from troupe.api.gangs import GangApi
 from troupe.api.objects import PriorityClass
 from troupe.api.tasks import TaskSupervisor

@@ -35,7 +35,8 @@ from troupe.api.events import (
     ClusterEvent,
     Resource,
 )
-from troupe.api.gangapi import TEMPLATES_OBJECTS, CompositePodGroup, GroupObject
+from troupe.api.gangapi import CompositePodGroup
+from troupe.api.gangapi_kinds import TEMPLATES_OBJECTS, GroupObject
 from troupe.api.gangs import GangApi, GroupRef, group_ref_of, group_refs_of
 from troupe.api.objects import Namespace, Node, Pod, PodCondition
 from troupe.api.quantity import QuantityError
