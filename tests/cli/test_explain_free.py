@@ -7,7 +7,7 @@ from typing import Any
 
 from troupe.api.objects import Pod
 from troupe.cli.explain_capacity import capacity
-from troupe.cli.explain_free import describe, priority_note, search
+from troupe.cli.explain_free import budget_note, describe, priority_note, search
 from troupe.cli.explain_state import CORE_LISTS, ClusterState, Target
 
 RACK = "example.com/rack"
@@ -116,3 +116,68 @@ def test_a_node_the_pod_may_not_use_is_neither_room_nor_freed() -> None:
     assert describe(plan, REQUEST) == "free 2 cpu on n1 (move 1 pod: default/x)"
     # Without the pod's filters the tainted node would look free (and need no move).
     assert search(s, target, d, REQUEST, None) == []
+
+
+def pdb(name: str, app: str, allowed: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": app}}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def with_budgets(s: ClusterState, *budgets: dict[str, Any]) -> ClusterState:
+    s.lists[CORE_LISTS["poddisruptionbudgets"]] = list(budgets)
+    return s
+
+
+def test_pods_a_budget_allows_no_disruption_of_are_left_when_others_free_the_room() -> None:
+    # Rack a frees the room with one pod, rack b needs two; a's pod is protected.
+    s = with_budgets(
+        state(
+            [node("a1", "a"), node("b1", "b"), node("b2", "b")],
+            [
+                pod("db-0", "4", "a1", 10, labels={"app": "db"}),
+                pod("web-0", "2", "b1", 10),
+                pod("web-1", "2", "b2", 10),
+                pod("solo", "3", "", 100),
+            ],
+        ),
+        pdb("db", "db", 0),
+    )
+    target = Target("pod", "default", "solo")
+    d = diagnosis(1, level="")
+    d.pop("quorum")
+    (plan,) = search(s, target, d, REQUEST, None)
+    assert [m.key for m in plan.pods] == ["default/web-0"]
+    assert plan.over_budget() == {}
+
+
+def test_a_plan_past_a_budget_is_ranked_last_and_says_so() -> None:
+    s = with_budgets(
+        state(
+            [node("a1", "a"), node("b1", "b")],
+            [
+                pod("db-0", "4", "a1", 10, labels={"app": "db"}),
+                pod("web-0", "2", "b1", 10, labels={"app": "web"}),
+                pod("web-1", "2", "b1", 10, labels={"app": "web"}),
+                member(0),
+                member(1),
+            ],
+        ),
+        pdb("db", "db", 0),
+        pdb("web", "web", 2),
+    )
+    # Room for one member of 3 cpu: rack a by moving db-0 alone (its budget allows no
+    # disruption), rack b by moving both web pods (their budget allows 2). Fewer pods
+    # would pick a; the budget puts b first.
+    plans = search(s, GANG, diagnosis(1), REQUEST, None)
+    assert [(p.value, [m.key for m in p.pods]) for p in plans] == [
+        ("b", ["default/web-0", "default/web-1"]),
+        ("a", ["default/db-0"]),
+    ]
+    assert plans[0].over_budget() == {} and budget_note(plans[0]) == ""
+    assert plans[1].over_budget() == {"default/db": 1}
+    assert budget_note(plans[1]) == (
+        "moving them goes past PodDisruptionBudget default/db (allows 0, 1 more moved)"
+    )

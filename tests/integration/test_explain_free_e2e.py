@@ -1,7 +1,8 @@
 """``troupe explain``'s free-capacity fix end to end: the pods it names are deleted from
 the embedded cluster and the target binds. A Kubernetes 1.37 gang (a v1beta1 PodGroup
 with a required rack) explained by ``troupe run`` and ``--offline``; a lone pod whose
-only free node has a taint it does not tolerate."""
+only free node has a taint it does not tolerate; a pod whose room is made without
+moving the pod a PodDisruptionBudget protects."""
 
 from __future__ import annotations
 
@@ -240,6 +241,51 @@ async def test_free_a_node_for_a_pod_not_on_the_tainted_one(tmp_path: Path) -> N
                 lambda: bindings.node.get("default/solo") == "node-0",
                 timeout=30,
                 what="the pod bound on node-0",
+            )
+        finally:
+            await stop_run(proc)
+
+
+async def test_free_room_without_pods_a_budget_protects(tmp_path: Path) -> None:
+    # node-0 and node-1 each hold one pod of 3 cpu; the one on node-0 is protected by a
+    # PodDisruptionBudget (minAvailable 1 of 1: no disruption allowed). Moving either
+    # would make room for the pod of 3 cpu; the fix moves the unprotected one.
+    cluster = SimCluster(
+        [NodeSpec(count=2, cpu="4", memory="16Gi", racks=0)], bookmark_interval=0.5
+    )
+    async with cluster:
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+        cluster.store.create("priorityclasses.scheduling.k8s.io", priority_class("low"))
+        db = running("db-0", "node-0", "low", cpu="3")
+        db["metadata"]["labels"] = {"app": "db"}
+        cluster.store.create("pods", db)
+        cluster.store.create("pods", running("web-0", "node-1", "low", cpu="3"))
+        cluster.store.create(
+            "poddisruptionbudgets.policy",
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "db", "namespace": "default"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+            },
+        )
+        cluster.store.create("pods", running("solo", None, None, cpu="3"))
+        report, text = await explain(kubeconfig, "pod", "default/solo", "--offline")
+
+        free = [f for f in report["fixes"] if f["kind"] == "freeCapacity"]
+        assert len(free) == 1, report["fixes"]
+        assert free[0]["pods"] == ["default/web-0"] and free[0]["overBudget"] == {}
+        assert "free 3 cpu on node-1 (move 1 pod: default/web-0)" in text
+
+        bindings = Bindings(cluster)
+        cluster.store.delete("pods", "web-0", "default", grace_period_seconds=0)
+        (tmp_path / "token").write_text(TOKEN)
+        proc, _ = await start_run(kubeconfig, "--debug-token-file", str(tmp_path / "token"))
+        try:
+            await eventually(
+                lambda: bindings.node.get("default/solo") == "node-1",
+                timeout=30,
+                what="the pod bound on node-1",
             )
         finally:
             await stop_run(proc)

@@ -8,8 +8,12 @@ for it, until the members still needed fit. Only nodes the member's own filters 
 are used (``node_filter_note``); the target's own pods, DaemonSet and mirror pods are
 never moved; pods of lower priority than the target are preferred (on each node the
 set is first looked for among them only, exhaustively up to EXHAUSTIVE pods among the
-POOL that free the most, then greedily). Domains are ranked by how many moved pods
-do not have lower priority, then by how many pods move, then by how many nodes.
+POOL that free the most, then greedily). PodDisruptionBudgets are respected as
+preemption respects them, softly: pods a budget allows no disruption of
+(``disruptionsAllowed`` 0) are only taken when no other set frees the room, and a plan
+that moves more of a budget's pods than it allows says so. Domains are ranked by how
+many moved pods would go past a budget, then by how many do not have lower priority,
+then by how many pods move, then by how many nodes.
 
 Like the other fixes, a plan is shown only if the scheduler, run on a copy of the
 state without those pods, binds the target; at most ``CANDIDATES`` plans are tried.
@@ -24,6 +28,7 @@ from typing import Any
 
 from troupe.api.config import ResolvedConfig
 from troupe.api.objects import Pod
+from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.resources import pod_requests
 from troupe.cli.explain_capacity import fits, fmt_vector, needed, node_free
 from troupe.cli.explain_state import ClusterState, Target, attempt
@@ -42,6 +47,10 @@ class Movable:
     priority: int
     requests: dict[str, int]
     lower: bool  # of lower priority than the target
+    # "namespace/name" of the PodDisruptionBudgets that select it.
+    budgets: tuple[str, ...] = ()
+    # One of them allows no disruption now.
+    protected: bool = False
 
 
 @dataclass
@@ -49,13 +58,33 @@ class Plan:
     level: str
     value: str  # the domain's label value ("" without a level)
     pods: list[Movable] = field(default_factory=list)
+    # Budget -> disruptions it allows now (only budgets of the moved pods).
+    allowed: dict[str, int] = field(default_factory=dict)
+
+    def over_budget(self) -> dict[str, int]:
+        """Budget -> how many more of its pods the plan moves than it allows."""
+        moved: dict[str, int] = {}
+        for m in self.pods:
+            for b in m.budgets:
+                moved[b] = moved.get(b, 0) + 1
+        return {
+            b: n - self.allowed.get(b, 0)
+            for b, n in sorted(moved.items())
+            if n > self.allowed.get(b, 0)
+        }
 
     @property
     def nodes(self) -> list[str]:
         return sorted({m.node for m in self.pods})
 
-    def rank(self) -> tuple[int, int, int, str]:
-        return (sum(not m.lower for m in self.pods), len(self.pods), len(self.nodes), self.value)
+    def rank(self) -> tuple[int, int, int, int, str]:
+        return (
+            sum(self.over_budget().values()),
+            sum(not m.lower for m in self.pods),
+            len(self.pods),
+            len(self.nodes),
+            self.value,
+        )
 
 
 def _key(obj: Obj) -> str:
@@ -76,9 +105,25 @@ def target_priority(state: ClusterState, target: Target) -> int:
     return max(values, default=0)
 
 
-def running(state: ClusterState, target: Target, priority: int) -> dict[str, list[Movable]]:
+def budgets(state: ClusterState) -> list[PodDisruptionBudget]:
+    out: list[PodDisruptionBudget] = []
+    for obj in state.of("poddisruptionbudgets"):
+        try:
+            out.append(PodDisruptionBudget.model_validate(obj))
+        except ValueError:
+            continue  # a budget that does not parse protects nothing, as in preemption
+    return out
+
+
+def running(
+    state: ClusterState,
+    target: Target,
+    priority: int,
+    pdbs: list[PodDisruptionBudget] | None = None,
+) -> dict[str, list[Movable]]:
     """Node -> the pods bound there that may be moved for the target."""
     own = {_key(p) for p in state.bound_members(target)}
+    pdbs = budgets(state) if pdbs is None else pdbs
     out: dict[str, list[Movable]] = {}
     for obj in state.pods:
         node = (obj.get("spec") or {}).get("nodeName")
@@ -87,8 +132,19 @@ def running(state: ClusterState, target: Target, priority: int) -> dict[str, lis
         if _key(obj) in own or not _movable(obj):
             continue
         prio = int((obj.get("spec") or {}).get("priority") or 0)
-        requests = dict(pod_requests(Pod.model_validate(obj)))
-        out.setdefault(node, []).append(Movable(_key(obj), node, prio, requests, prio < priority))
+        parsed = Pod.model_validate(obj)
+        covering = [b for b in pdbs if b.covers(parsed)]
+        out.setdefault(node, []).append(
+            Movable(
+                _key(obj),
+                node,
+                prio,
+                dict(pod_requests(parsed)),
+                prio < priority,
+                tuple(f"{b.metadata.namespace}/{b.metadata.name}" for b in covering),
+                any(b.status.disruptions_allowed <= 0 for b in covering),
+            )
+        )
     return out
 
 
@@ -134,7 +190,9 @@ def _one_more(
     want = fits(room, request) + 1
     deficit = {r: v * want - room.get(r, 0) for r, v in request.items() if v > 0}
     deficit = {r: v for r, v in deficit.items() if v > 0}
-    for pool in ([m for m in pods if m.lower], pods):
+    free = [m for m in pods if not m.protected]
+    pools = ([m for m in free if m.lower], free, [m for m in pods if m.lower], pods)
+    for pool in pools:
         found = _cover(deficit, pool)
         if found is not None:
             return found
@@ -156,7 +214,7 @@ def _plan(
     # Node -> the pods to move there for one more member (recomputed when it changes).
     options: dict[str, list[Movable] | None] = {}
     while sum(fits(room[n], request) for n in nodes) < count:
-        best: tuple[tuple[int, int, bool, str], str, list[Movable]] | None = None
+        best: tuple[tuple[int, int, int, bool, str], str, list[Movable]] | None = None
         for n in nodes:
             if n not in options:
                 left = [m for m in movable.get(n, []) if m not in plan.pods]
@@ -164,7 +222,13 @@ def _plan(
             found = options[n]
             if found is None:
                 continue
-            score = (sum(not m.lower for m in found), len(found), n not in plan.nodes, n)
+            score = (
+                sum(m.protected for m in found),
+                sum(not m.lower for m in found),
+                len(found),
+                n not in plan.nodes,
+                n,
+            )
             if best is None or score < best[0]:
                 best = (score, n, found)
         if best is None:
@@ -191,7 +255,11 @@ def search(
     level = (diagnosis.get("topology") or {}).get("required") or ""
     nodes = node_free(state, pod)
     allowed = {n: v[0] for n, v in nodes.items() if not v[2]}
-    movable = running(state, target, target_priority(state, target))
+    pdbs = budgets(state)
+    movable = running(state, target, target_priority(state, target), pdbs)
+    disruptions = {
+        f"{b.metadata.namespace}/{b.metadata.name}": b.status.disruptions_allowed for b in pdbs
+    }
     domains: dict[str, list[str]] = {}
     for name in sorted(allowed):
         labels = nodes[name][1]["metadata"].get("labels") or {}
@@ -212,7 +280,20 @@ def search(
         for value, names in domains.items()
         if (p := _plan(level, value, names, allowed, movable, request, needed(diagnosis)))
     ]
+    for p in plans:
+        p.allowed = {b: disruptions[b] for m in p.pods for b in m.budgets}
     return sorted(plans, key=Plan.rank)
+
+
+def budget_note(plan: Plan) -> str:
+    """What the plan does to PodDisruptionBudgets ("" when it keeps within them)."""
+    over = plan.over_budget()
+    if not over:
+        return ""
+    named = ", ".join(
+        f"{b} (allows {plan.allowed.get(b, 0)}, {n} more moved)" for b, n in over.items()
+    )
+    return f"moving them goes past PodDisruptionBudget {named}"
 
 
 def _freed(plan: Plan, request: dict[str, int]) -> dict[str, int]:
@@ -298,7 +379,10 @@ async def free_fixes(
                 "freed": _freed(plan, request),
                 "pods": [m.key for m in plan.pods],
                 "lowerPriority": all(m.lower for m in plan.pods),
-                "note": priority_note(plan, priority, diagnosis),
+                "note": "; ".join(
+                    n for n in (priority_note(plan, priority, diagnosis), budget_note(plan)) if n
+                ),
+                "overBudget": plan.over_budget(),
                 "verified": True,
                 "checkSeconds": round(time.perf_counter() - start, 2),
                 "placement": outcome.nodes,
