@@ -8,7 +8,9 @@ wait) and ``report`` (what the members and the group are told).
 The state, exported here:
 
 - ``GangDirectory`` (``directory``): each group's policy or problem, from the gang
-  informers; placed members, from the scheduler; change notifications for the queue;
+  informers; placed members, from the scheduler; change notifications for the queue.
+  Its CompositePodGroup part (trees and routes) is a ``CompositeDirectory`` it owns
+  (``composite_directory``);
 - ``PodGroupStatusController`` and ``coscheduling_status`` (``status``): the
   scheduler-plugins PodGroup status, written as the members' pods move;
 - ``pod_group_scheduled_condition`` (``status``): the v1alpha2 PodGroup

@@ -1,19 +1,20 @@
 """CompositePodGroup layouts (KEP-6012): a leaf's chain of parents, a composite's tree.
 
-``GangDirectory`` (``troupe.scheduler.gangs.directory``) keeps the v1alpha3
-CompositePodGroups by ``namespace/name`` and calls these when it works out a leaf
-PodGroup's verdict and route (``chain_of``, ``entity_ref``) or a composite's policy
-(``tree_of``). Upstream's API server validates each object alone; the layout rules that
-span objects are the scheduler's, reported with upstream's ``Invalid`` reason (the
-``CompositePodGroupInitiallyScheduled`` reasons of v1alpha3/types.go): a cycle, a tree
-deeper than ``MAX_TREE_DEPTH`` levels, groups of different Workloads, and, where the
-Workload is watched at ``v1alpha3`` (the only version with ``compositePodGroupTemplates``),
-templates that do not match the tree: KEP-6012's templates mirror the groups, so a root
-composite names a top-level composite template of its Workload, a child composite a child
-composite template of its parent's template, and a PodGroup under a composite one of its
-parent template's PodGroup templates. A parent that does not exist yet is no error: the
-leaf waits for it; nor is a Workload that does not exist (yet), or one watched at
-``v1beta1``: its templates are then not compared. Pure functions over the objects.
+``CompositeDirectory`` (``troupe.scheduler.gangs.composite_directory``, owned by
+``GangDirectory``) keeps the v1alpha3 CompositePodGroups by ``namespace/name`` and calls
+these when it works out a leaf PodGroup's verdict and route (``chain_of``,
+``entity_ref``) or a composite's policy (``tree_of``). Upstream's API server validates
+each object alone; the layout rules that span objects are the scheduler's, reported with
+upstream's ``Invalid`` reason (the ``CompositePodGroupInitiallyScheduled`` reasons of
+v1alpha3/types.go): a cycle, a tree deeper than ``MAX_TREE_DEPTH`` levels, groups of
+different Workloads, and, where the Workload is watched at ``v1alpha3`` (the only version
+with ``compositePodGroupTemplates``), templates that do not match the tree: KEP-6012's
+templates mirror the groups, so a root composite names a top-level composite template of
+its Workload, a child composite a child composite template of its parent's template, and
+a PodGroup under a composite one of its parent template's PodGroup templates. A parent
+that does not exist yet is no error: the leaf waits for it; nor is a Workload that does
+not exist (yet), or one watched at ``v1beta1``: its templates are then not compared. Pure
+functions over the objects.
 """
 
 from __future__ import annotations

@@ -20,10 +20,11 @@ about every group whose object appeared, changed its spec, or went away, so the 
 can re-check gating (KEP-5832 "EventsToRegister": PodGroup created).
 
 CompositePodGroups (KEP-6012) come from the same informers (``upsert_composite`` /
-``remove_composite``). ``entity_ref`` names the group whose queue entity a PodGroup's
-pods join (the topmost gang composite above it); a composite group's policy carries
-its tree (``troupe.scheduler.gangs.composites``), and its placed members are those of
-the PodGroups under it.
+``remove_composite``) and are kept by a ``CompositeDirectory``
+(``troupe.scheduler.gangs.composite_directory``) the directory owns. ``entity_ref``
+names the group whose queue entity a PodGroup's pods join (the topmost gang composite
+above it); a composite group's policy carries its tree (``tree_of``), and its placed
+members are those of the PodGroups under it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import TypeAlias
 
 import structlog
 
-from troupe.api.composite import GroupNode, required_pods
+from troupe.api.composite import GroupNode
 from troupe.api.gangapi import (
     COMPOSITE_POD_GROUP_V1ALPHA3,
     CompositePodGroup,
@@ -52,36 +53,28 @@ from troupe.api.gangapi_policy import PriorityLookup, policy_of
 from troupe.api.gangs import GangApi, GangPolicy, GroupKey, GroupProblem, GroupRef, group_ref_of
 from troupe.api.objects import Pod, PodKey
 from troupe.scheduler.gangs import composites
+from troupe.scheduler.gangs.composite_directory import (
+    CompositeDirectory,
+    ObjectKey,
+    object_key,
+    same_policy_inputs,
+)
 from troupe.scheduler.gangs.members import MemberTally, RulesMoved
 
 log = structlog.get_logger("troupe.gangs")
 
 ChangeCallback: TypeAlias = Callable[[GroupRef], None]
-_ObjectKey: TypeAlias = tuple[GangApi, str]  # (api, "namespace/name")
-
-
-def _object_key(api: GangApi, namespace: str, name: str) -> _ObjectKey:
-    return api, f"{namespace}/{name}"
-
-
-def _same_policy_inputs(old: GroupObject, new: GroupObject) -> bool:
-    """Whether a policy computed from ``old`` still holds for ``new``: a status write
-    (ours, every few seconds) must not make the queue re-check every group."""
-    om, nm = old.metadata, new.metadata
-    return (
-        om.uid == nm.uid and om.creation_timestamp == nm.creation_timestamp and old.spec == new.spec
-    )
 
 
 class GangDirectory:
     def __init__(self, priority_of: PriorityLookup | None = None) -> None:
         self._priority_of = priority_of
-        self._objects: dict[_ObjectKey, GroupObject] = {}
+        self._objects: dict[ObjectKey, GroupObject] = {}
         # Workloads (v1alpha2, v1beta1 or v1alpha3) by "namespace/name": the templates
         # PodGroups and CompositePodGroups refer to.
         self._templates: dict[str, TemplatesObject] = {}
         # Every ref asked or told about, by the object it points at, until forgotten.
-        self._refs: dict[_ObjectKey, dict[GroupKey, GroupRef]] = {}
+        self._refs: dict[ObjectKey, dict[GroupKey, GroupRef]] = {}
         self._verdicts: dict[GroupKey, GangPolicy | GroupProblem] = {}
         self._member_problems: dict[GroupKey, GroupProblem] = {}
         self._placed: dict[GroupKey, set[PodKey]] = {}
@@ -91,12 +84,17 @@ class GangDirectory:
         self._tally = MemberTally()
         self._callbacks: list[ChangeCallback] = []
         self._watched: dict[GangApi, str] = {}
-        # v1alpha3 CompositePodGroups by "namespace/name" (KEP-6012), and what was
-        # worked out from them: each composite group's verdict (its tree), and the
-        # composite refs asked about, to notify when a composite changes.
-        self._composites: dict[str, CompositePodGroup] = {}
-        self._composite_verdicts: dict[GroupKey, GangPolicy] = {}
-        self._composite_refs: dict[GroupKey, GroupRef] = {}
+        # v1alpha3 CompositePodGroups (KEP-6012) and the trees worked out from them.
+        self._composite = CompositeDirectory(
+            self._objects,
+            priority_of=priority_of,
+            templates=self.template_workload,
+            leaf_verdict=self._verdict,
+            leaf_problem=self.problem,
+            refs_for_object=self.refs_for_object,
+            invalidate=self._invalidate,
+            notify=self._notify_ref,
+        )
 
     # --- group objects (from the informers) ---------------------------------------------
 
@@ -111,19 +109,19 @@ class GangDirectory:
             self.upsert_composite(obj)
             return
         m = obj.metadata
-        key = _object_key(api, m.namespace, m.name)
+        key = object_key(api, m.namespace, m.name)
         old = self._objects.get(key)
         self._objects[key] = obj
-        if old is not None and _same_policy_inputs(old, obj):
+        if old is not None and same_policy_inputs(old, obj):
             return
         self._invalidate(key)
         self._notify(api, m.namespace, m.name)
         if composites.parent_of(obj) or (old is not None and composites.parent_of(old)):
-            self._composites_changed(m.namespace)
+            self._composite.changed(m.namespace)
 
     def remove(self, api: GangApi, namespace: str, name: str) -> None:
         """The object was deleted: its groups lose their policy until it returns."""
-        key = _object_key(api, namespace, name)
+        key = object_key(api, namespace, name)
         old = self._objects.pop(key, None)
         if old is None:
             return
@@ -132,7 +130,7 @@ class GangDirectory:
         for ref in self.refs_for_object(api, namespace, name):
             self._forget_if_unused(ref)
         if composites.parent_of(old):
-            self._composites_changed(namespace)
+            self._composite.changed(namespace)
 
     def upsert_templates(self, wl: TemplatesObject) -> None:
         """A template Workload was added or updated: PodGroups that take their policy
@@ -149,135 +147,35 @@ class GangDirectory:
         if self._templates.pop(f"{namespace}/{name}", None) is not None:
             self._templates_changed(namespace, name)
 
-    # --- CompositePodGroups (KEP-6012) -------------------------------------------------------
+    # --- CompositePodGroups (KEP-6012), kept by ``CompositeDirectory`` ----------------------
 
     def upsert_composite(self, cpg: CompositePodGroup) -> None:
         """A CompositePodGroup was added or updated: the trees and the routes of the
         PodGroups under it are worked out again (and their groups notified)."""
-        m = cpg.metadata
-        key = f"{m.namespace}/{m.name}"
-        old = self._composites.get(key)
-        self._composites[key] = cpg
-        if old is None or not _same_policy_inputs(old, cpg):
-            self._composites_changed(m.namespace)
+        self._composite.upsert(cpg)
 
     def remove_composite(self, namespace: str, name: str) -> None:
         """A CompositePodGroup was deleted."""
-        if self._composites.pop(f"{namespace}/{name}", None) is not None:
-            self._composites_changed(namespace)
+        self._composite.remove(namespace, name)
 
     def entity_ref(self, ref: GroupRef) -> GroupRef:
         """The group whose queue entity a pod of ``ref`` joins: the topmost gang
-        CompositePodGroup above a v1beta1 PodGroup (KEP-6012: placed in one cycle),
-        else ``ref`` itself (no parent, only basic composites above it, or a layout
-        that is wrong or incomplete: the leaf is then held with the problem)."""
-        if ref.api is not GangApi.POD_GROUP or ref.composite or not self._composites:
-            return ref
-        obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
-        if not isinstance(obj, V1beta1PodGroup) or not composites.parent_of(obj):
-            return ref
-        chain = composites.chain_of(obj, self._composites, self.template_workload)
-        if isinstance(chain, GroupProblem):
-            return ref
-        return composites.entity_ref(ref, chain)
-
-    def _composite_verdict(self, ref: GroupRef) -> GangPolicy | None:
-        """The policy of a composite group: its tree of the PodGroups and composites
-        that name it (at any depth), each level's quorum; None while the composite
-        does not exist."""
-        verdict = self._composite_verdicts.get(ref.key)
-        if verdict is not None:
-            return verdict
-        cpg = self._composites.get(ref.object_key)
-        if cpg is None:
-            return None
-        self._composite_refs[ref.key] = ref
-        tree = self._tree(cpg)
-        spec = cpg.spec
-        priority = spec.priority
-        if priority is None and spec.priority_class_name and self._priority_of is not None:
-            priority = self._priority_of(spec.priority_class_name)
-        policy = GangPolicy(
-            gang=True,
-            min_count=required_pods(tree),
-            priority=priority,
-            created=parse_time(cpg.metadata.creation_timestamp),
-            tree=tree,
-            topology=tree.topology,
-        )
-        self._composite_verdicts[ref.key] = policy
-        return policy
-
-    def _composite_problem(self, ref: GroupRef) -> GroupProblem | None:
-        """A problem of any leaf under the composite holds the whole composite: its
-        pods are placed in one cycle (asked afresh: members' problems come and go)."""
-        policy = self._composite_verdict(ref)
-        if policy is None or policy.tree is None:
-            return None
-        for leaf in policy.tree.leaves():
-            leaf_ref = GroupRef(GangApi.POD_GROUP, ref.namespace, leaf.name)
-            problem = self.problem(leaf_ref)
-            if problem is not None:
-                return problem
-        return None
-
-    def _tree(self, cpg: CompositePodGroup) -> GroupNode:
-        leaves = [o for o in self._objects.values() if isinstance(o, V1beta1PodGroup)]
-        return composites.tree_of(cpg, self._composites, leaves, self._leaf_policy)
-
-    def _leaf_policy(self, leaf: V1beta1PodGroup) -> GangPolicy | GroupProblem | None:
-        return self._verdict(
-            GroupRef(GangApi.POD_GROUP, leaf.metadata.namespace, leaf.metadata.name)
-        )
+        CompositePodGroup above a v1beta1 PodGroup, else ``ref`` itself."""
+        return self._composite.entity_ref(ref)
 
     def tree_of(self, key: GroupKey) -> GroupNode | None:
         """The tree of the composite group ``key`` (None for another group, or a
         composite whose object is gone)."""
-        ref = self._composite_refs.get(key)
-        verdict = self._composite_verdict(ref) if ref is not None else None
-        return verdict.tree if verdict is not None else None
-
-    def _composites_changed(self, namespace: str) -> None:
-        """A composite, or a PodGroup naming one, changed in ``namespace``: every tree
-        and every route there is worked out again, and their groups notified so the
-        queue moves pods to the entity they now join."""
-        refs: list[GroupRef] = []
-        for key, ref in list(self._composite_refs.items()):
-            if ref.namespace == namespace:
-                self._composite_verdicts.pop(key, None)
-                refs.append(ref)
-        for (api, object_key), obj in list(self._objects.items()):
-            in_namespace = obj.metadata.namespace == namespace
-            if isinstance(obj, V1beta1PodGroup) and in_namespace and composites.parent_of(obj):
-                self._invalidate((api, object_key))
-                refs.extend(self.refs_for_object(api, namespace, obj.metadata.name))
-        for cpg in self._composites.values():
-            if cpg.metadata.namespace == namespace:
-                ref = GroupRef(GangApi.POD_GROUP, namespace, cpg.metadata.name, composite=True)
-                if ref.key not in self._composite_refs:
-                    refs.append(ref)
-        for ref in refs:
-            self._notify_ref(ref)
-        # Composites deleted: their groups were told (their pods move); forget them.
-        for key, ref in list(self._composite_refs.items()):
-            if ref.object_key not in self._composites:
-                del self._composite_refs[key]
+        return self._composite.tree_of(key)
 
     def _templates_changed(self, namespace: str, workload: str) -> None:
-        # A v1alpha3 Workload's composite templates decide whether a tree's layout is
-        # valid: the trees naming it are worked out again.
-        if any(
-            cpg.metadata.namespace == namespace
-            and cpg.spec.workload_ref is not None
-            and cpg.spec.workload_ref.workload_name == workload
-            for cpg in self._composites.values()
-        ):
-            self._composites_changed(namespace)
-        for (api, object_key), obj in list(self._objects.items()):
+        self._composite.templates_changed(namespace, workload)
+        # PodGroups taking their policy from one of the Workload's templates.
+        for (api, obj_key), obj in list(self._objects.items()):
             if not isinstance(obj, NATIVE_POD_GROUPS) or obj.metadata.namespace != namespace:
                 continue
             if _template_workload(obj) == workload:
-                self._invalidate((api, object_key))
+                self._invalidate((api, obj_key))
                 self._notify(api, namespace, obj.metadata.name)
 
     def template_workload(self, namespace: str, name: str) -> TemplatesObject | None:
@@ -286,14 +184,14 @@ class GangDirectory:
 
     def get(self, api: GangApi, namespace: str, name: str) -> GroupObject | None:
         """The object as last seen (the v1alpha2 PodGroup's conditions, for status)."""
-        return self._objects.get(_object_key(api, namespace, name))
+        return self._objects.get(object_key(api, namespace, name))
 
     def api_version(self, ref: GroupRef) -> str:
         """The version ``ref``'s objects are read at: the object's own when it exists,
         else the version watched for its API (``watch_versions``), else the API's."""
         if ref.composite:
             return COMPOSITE_POD_GROUP_V1ALPHA3
-        obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
+        obj = self._objects.get(object_key(ref.api, ref.namespace, ref.name))
         if obj is not None:
             return obj.api_version
         return self._watched.get(ref.api, ref.api.value)
@@ -305,9 +203,9 @@ class GangDirectory:
     def priority_classes_changed(self) -> None:
         """A PriorityClass was added, changed or removed: PodGroups that take their
         priority from a class name are re-evaluated (and their groups notified)."""
-        for (api, object_key), obj in list(self._objects.items()):
+        for (api, obj_key), obj in list(self._objects.items()):
             if isinstance(obj, NATIVE_POD_GROUPS) and obj.spec.priority_class_name:
-                self._invalidate((api, object_key))
+                self._invalidate((api, obj_key))
                 self._notify(api, obj.metadata.namespace, obj.metadata.name)
 
     # --- GroupDirectory ---------------------------------------------------------------------
@@ -327,7 +225,7 @@ class GangDirectory:
         """The object's problem (a bad field), else its members' (pods naming
         different schedulers); None when there is none."""
         if ref.composite:
-            return self._composite_problem(ref)
+            return self._composite.problem(ref)
         verdict = self._verdict(ref)
         if isinstance(verdict, GroupProblem):
             return verdict
@@ -347,9 +245,8 @@ class GangDirectory:
 
     def _created_of(self, ref: GroupRef) -> float:
         if ref.composite:
-            cpg = self._composites.get(ref.object_key)
-            return parse_time(cpg.metadata.creation_timestamp) if cpg is not None else 0.0
-        obj = self._objects[_object_key(ref.api, ref.namespace, ref.name)]
+            return self._composite.created(ref)
+        obj = self._objects[object_key(ref.api, ref.namespace, ref.name)]
         return parse_time(obj.metadata.creation_timestamp)
 
     # --- members ----------------------------------------------------------------------------
@@ -443,7 +340,7 @@ class GangDirectory:
         """Forget a group once its object and all its pods are gone."""
         if self._tally.has_members(ref.key):
             return
-        if _object_key(ref.api, ref.namespace, ref.name) in self._objects:
+        if object_key(ref.api, ref.namespace, ref.name) in self._objects:
             return
         self.forget(ref)
 
@@ -460,7 +357,7 @@ class GangDirectory:
         found = self._tally.schedulers_problem(ref)
         if found is None:
             verdict = self._verdict(ref)
-            obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
+            obj = self._objects.get(object_key(ref.api, ref.namespace, ref.name))
             found = self._tally.priority_problem(
                 ref,
                 verdict.priority if isinstance(verdict, GangPolicy) else None,
@@ -475,13 +372,13 @@ class GangDirectory:
     def refs_for_object(self, api: GangApi, namespace: str, name: str) -> list[GroupRef]:
         """Every known group pointing at one object (a Workload's pod groups and their
         replica keys), in key order."""
-        refs = self._refs.get(_object_key(api, namespace, name), {})
+        refs = self._refs.get(object_key(api, namespace, name), {})
         return [refs[k] for k in sorted(refs)]
 
     def forget(self, ref: GroupRef) -> None:
         """Drop what is remembered about ``ref`` besides its placed members; done by
         the directory itself once the group's object and all its pods are gone."""
-        key = _object_key(ref.api, ref.namespace, ref.name)
+        key = object_key(ref.api, ref.namespace, ref.name)
         refs = self._refs.get(key)
         if refs is not None:
             refs.pop(ref.key, None)
@@ -506,16 +403,16 @@ class GangDirectory:
     # --- internals --------------------------------------------------------------------------
 
     def _remember(self, ref: GroupRef) -> None:
-        refs = self._refs.setdefault(_object_key(ref.api, ref.namespace, ref.name), {})
+        refs = self._refs.setdefault(object_key(ref.api, ref.namespace, ref.name), {})
         refs.setdefault(ref.key, ref)
 
     def _verdict(self, ref: GroupRef) -> GangPolicy | GroupProblem | None:
         if ref.composite:
-            return self._composite_verdict(ref)
+            return self._composite.verdict(ref)
         verdict = self._verdicts.get(ref.key)
         if verdict is not None:
             return verdict
-        obj = self._objects.get(_object_key(ref.api, ref.namespace, ref.name))
+        obj = self._objects.get(object_key(ref.api, ref.namespace, ref.name))
         if obj is None:
             return None
         # Remembered so that a change of the object drops the cached verdict.
@@ -526,13 +423,13 @@ class GangDirectory:
             and composites.parent_of(obj)
             and isinstance(verdict, GangPolicy)
         ):
-            chain = composites.chain_of(obj, self._composites, self.template_workload)
+            chain = self._composite.chain_of(obj)
             if isinstance(chain, GroupProblem):
                 verdict = chain
         self._verdicts[ref.key] = verdict
         return verdict
 
-    def _invalidate(self, key: _ObjectKey) -> None:
+    def _invalidate(self, key: ObjectKey) -> None:
         for group_key in self._refs.get(key, {}):
             self._verdicts.pop(group_key, None)
             # The priority rule compares the members with the object's priority.
