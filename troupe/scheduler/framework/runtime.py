@@ -11,7 +11,10 @@ so a framework is complete once built.
 The pod cycle (``troupe.scheduler.cycle``) and the group cycle
 (``troupe.scheduler.gangs``) call the ``run_*`` methods. PreFilter to Score work on
 whole node arrays and are written out here, specialised for speed; every other
-point runs through the one runner shape of ``troupe.scheduler.framework.runners``.
+point runs through the one runner shape of ``troupe.scheduler.framework.runners``
+(PreEnqueue here; Reserve to PostBind in the ``BindingPoints`` mixin of
+``troupe.scheduler.framework.binding_points``; the pod-group points in the
+``GroupPoints`` mixin of ``troupe.scheduler.framework.group_points``).
 Every runner times the point (and, on sampled cycles, each plugin) through one
 observer, stamps the failing plugin's name on the Status, and wraps exceptions and
 errors as ``running "<Plugin>" <point> plugin: <error>``.
@@ -35,7 +38,6 @@ from troupe.api.framework import (
     MIN_NODE_SCORE,
     BindPlugin,
     Diagnosis,
-    DisruptionPlan,
     FilterPlugin,
     FilterResult,
     NamespaceLabels,
@@ -70,6 +72,7 @@ from troupe.api.podinfo import PodInfo
 from troupe.api.status import CODE_NAMES, SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
 from troupe.scheduler.framework import runners
+from troupe.scheduler.framework.binding_points import BindingPoints
 from troupe.scheduler.framework.diagnosis import (
     FilterOutcome,
     MergedPreFilterResult,
@@ -113,7 +116,7 @@ def _default_sort_key(entity: Sortable) -> tuple[Any, ...]:
     return (-entity.priority, entity.timestamp, entity.key)
 
 
-class Framework(GroupPoints):
+class Framework(GroupPoints, BindingPoints):
     def __init__(
         self,
         profile: ResolvedProfile,
@@ -437,97 +440,6 @@ class Framework(GroupPoints):
                 self._plugin_timed("Score", name, t, SUCCESS)
         self._point_timed("Score", start, status)
         return total, status
-
-    # --- Reserve to PostBind: the one runner shape (troupe.scheduler.framework.runners)
-
-    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        return runners.run(
-            self.observe,
-            runners.RESERVE,
-            self.reserve,
-            state,
-            lambda _, p: p.reserve(state, pod, node_name),
-        )
-
-    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        """Every reserve plugin, in reverse order; failures cannot stop the others."""
-
-        def unreserve(_: str, plugin: ReservePlugin) -> Status:
-            plugin.unreserve(state, pod, node_name)
-            return SUCCESS
-
-        runners.run(
-            self.observe, runners.UNRESERVE, self.reserve[::-1], state, unreserve, pod=pod.key
-        )
-
-    def run_permit(
-        self, state: CycleState, pod: PodInfo, node_name: str, waiting: WaitingPods
-    ) -> Status:
-        """SUCCESS, a rejection, or WAIT (the pod was added to ``waiting``)."""
-        timeouts: dict[str, float] = {}
-
-        def permit(name: str, plugin: PermitPlugin) -> Status:
-            status, timeout = plugin.permit(state, pod, node_name)
-            if status.is_wait:
-                timeouts[name] = timeout
-            return status
-
-        def wait_if_asked(status: Status) -> Status:
-            if status.is_success and timeouts:
-                waiting.add(pod, timeouts)
-                return Status(Code.WAIT)
-            return status
-
-        return runners.run(
-            self.observe, runners.PERMIT, self.permit, state, permit, finish=wait_if_asked
-        )
-
-    def run_permit_disruption(self, state: CycleState, plan: DisruptionPlan) -> Status:
-        """SUCCESS when every plugin lets ``plan``'s victims be evicted (KEP-5710);
-        the first refusal otherwise."""
-        return runners.run(
-            self.observe,
-            runners.PERMIT_DISRUPTION,
-            self.permit_disruption,
-            state,
-            lambda _, p: p.permit_disruption(state, plan),
-        )
-
-    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        return await runners.run_async(
-            self.observe,
-            runners.PRE_BIND,
-            self.pre_bind,
-            state,
-            lambda _, p: p.pre_bind(state, pod, node_name),
-        )
-
-    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        return await runners.run_async(
-            self.observe,
-            runners.BIND,
-            self.bind,
-            state,
-            lambda _, p: p.bind(state, pod, node_name),
-        )
-
-    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        """Every PostBind plugin. The pod is bound already: PostBind is informational
-        (upstream), so a plugin that fails is logged and the others still run."""
-
-        def post_bind(_: str, plugin: PostBindPlugin) -> Status:
-            plugin.post_bind(state, pod, node_name)
-            return SUCCESS
-
-        runners.run(
-            self.observe,
-            runners.POST_BIND,
-            self.post_bind,
-            state,
-            post_bind,
-            pod=pod.key,
-            node=node_name,
-        )
 
     # --- timing ----------------------------------------------------------------------
 
