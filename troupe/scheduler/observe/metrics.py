@@ -16,8 +16,9 @@ exposition is prometheus_client's to the byte), and the recording calls keep the
 children in dicts keyed by their raw arguments, so a recording is a dict lookup and
 one ``inc`` or ``observe``. Gauges that describe state (pending pods, unschedulable
 pods by plugin, cache size, queued entities, the age of the oldest pending pod group)
-are read from the queue and the cache at scrape time by a custom collector, so the hot
-path pays nothing for them. ``leading`` is the leader elector's hook
+are defined here too, and read from the queue and the cache at scrape time by the
+collector of ``troupe.scheduler.observe.scrape_state``, so the hot path pays nothing
+for them. ``leading`` is the leader elector's hook
 (``leader_election_master_status``, client-go's name).
 
 ``troupe.kube.health`` serves the registry on ``/metrics``; docs/metrics.md
@@ -26,7 +27,6 @@ lists every metric.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from prometheus_client import (
@@ -36,17 +36,20 @@ from prometheus_client import (
     CollectorRegistry,
     Gauge,
 )
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client.metrics_core import GaugeMetricFamily
 
-from troupe.api.clock import Clock, RealClock
-from troupe.queue import QueueName
-from troupe.queue.entity import QueuedEntity
+from troupe.api.clock import Clock
 from troupe.scheduler.observe.fastmetrics import (
     CounterChild,
     CounterFamily,
     HistogramChild,
     HistogramFamily,
+)
+from troupe.scheduler.observe.scrape_state import (
+    CacheView,
+    QueueView,
+    StateCollector,
+    StateFamilies,
 )
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
@@ -89,133 +92,44 @@ def attempts_label(attempts: int) -> str:
     return f"{MAX_ATTEMPTS_LABEL}+" if attempts >= MAX_ATTEMPTS_LABEL else str(attempts)
 
 
-class QueueView(Protocol):
-    """What the scrape-time collector reads of ``SchedulingQueue``."""
-
-    def pending_counts(self) -> dict[str, int]: ...
-
-    def entity_counts(self) -> dict[tuple[str, str], int]: ...
-
-    def entities(self, queue: QueueName) -> list[QueuedEntity]: ...
-
-    def in_flight(self) -> list[QueuedEntity]: ...
-
-    def group_first_seen(self, key: str) -> float | None: ...
-
-
-class CacheView(Protocol):
-    @property
-    def node_count(self) -> int: ...
-
-    @property
-    def pod_count(self) -> int: ...
-
-    @property
-    def assumed_count(self) -> int: ...
-
-
-def _profile_of(entity: QueuedEntity) -> str:
-    pods = entity.pods()
-    return pods[0].spec.scheduler_name if pods else ""
-
-
-class _StateCollector(Collector):
-    """Gauges read from the queue and the cache when Prometheus scrapes."""
-
-    def __init__(self) -> None:
-        self.queue: QueueView | None = None
-        self.cache: CacheView | None = None
-        self.clock: Clock = RealClock()
-
-    def describe(self) -> Iterable[Metric]:
-        # Names only: the registry checks for duplicates without calling collect().
-        return list(self._families())
-
-    def _families(self) -> tuple[GaugeMetricFamily, ...]:
-        return (
-            GaugeMetricFamily(
-                "scheduler_pending_pods",
-                "Number of pending pods, by the queue type. 'active' means number of pods "
-                "in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' "
-                "means number of pods in unschedulablePods that the scheduler attempted "
-                "to schedule and failed; 'gated' is the number of unschedulable pods that "
-                "the scheduler never attempted to schedule because they are gated.",
-                labels=["queue"],
-            ),
-            GaugeMetricFamily(
-                "scheduler_unschedulable_pods",
-                "The number of unschedulable pods broken down by plugin name. A pod will "
-                "increment the gauge for all plugins that caused it to not schedule and so "
-                "this metric have meaning only when broken down by plugin.",
-                labels=["plugin", "profile"],
-            ),
-            GaugeMetricFamily(
-                "scheduler_cache_size",
-                "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
-                labels=["type"],
-            ),
-            GaugeMetricFamily(
-                "scheduler_queued_entities",
-                "Number of entities waiting in the scheduling queue, by queue and by type "
-                "(a single pod, or a pod group counted once for all its pending members).",
-                labels=["queue", "type"],
-            ),
-            GaugeMetricFamily(
-                "troupe_podgroup_oldest_pending_seconds",
-                "Seconds since the scheduling queue first held a pod of the longest-pending "
-                "pod group it still holds (in any queue or being scheduled); 0 when none. "
-                "Moving between queues does not reset it.",
-            ),
-        )
-
-    def collect(self) -> Iterator[Metric]:
-        pending, unschedulable, cache, entities, oldest_group = self._families()
-        queue = self.queue
-        if queue is not None:
-            oldest_group.add_metric([], _oldest_group_age(queue, self.clock.now()))
-            for name, n in sorted(queue.pending_counts().items()):
-                pending.add_metric([name], n)
-            for (name, kind), n in sorted(queue.entity_counts().items()):
-                entities.add_metric([name, kind], n)
-            for (plugin, profile), n in sorted(_rejections(queue).items()):
-                unschedulable.add_metric([plugin, profile], n)
-        if self.cache is not None:
-            cache.add_metric(["nodes"], self.cache.node_count)
-            cache.add_metric(["pods"], self.cache.pod_count)
-            cache.add_metric(["assumed_pods"], self.cache.assumed_count)
-        yield from (pending, unschedulable, cache, entities, oldest_group)
-
-
-def _oldest_group_age(queue: QueueView, now: float) -> float:
-    """Age of the oldest pod group with a queued or in-flight entity. The queue's
-    ``group_first_seen`` outlives every move between sub-queues, so a gang cycling
-    unschedulable -> backoff -> active keeps its age (KEP-4671 group entity)."""
-    names: tuple[QueueName, ...] = ("active", "backoff", "unschedulable", "gated")
-    entities = [e for name in names for e in queue.entities(name)] + queue.in_flight()
-    seen = [
-        first
-        for e in entities
-        if e.kind == "podgroup" and (first := queue.group_first_seen(e.key)) is not None
-    ]
-    return max(0.0, now - min(seen)) if seen else 0.0
-
-
-def _rejections(queue: QueueView) -> dict[tuple[str, str], int]:
-    """Pods waiting after a failed attempt, per plugin that rejected them. Upstream
-    increments the gauge on a failure and decrements it on the next pop; the queue
-    clears an entity's rejectors on pop, so reading them now gives the same count."""
-    counts: dict[tuple[str, str], int] = {}
-    names: tuple[QueueName, ...] = ("active", "backoff", "unschedulable")
-    for name in names:
-        for entity in queue.entities(name):
-            plugins = entity.unschedulable_plugins | entity.pending_plugins
-            if not plugins:
-                continue
-            n = len(entity.pods())
-            profile = _profile_of(entity)
-            for plugin in plugins:
-                counts[(plugin, profile)] = counts.get((plugin, profile), 0) + n
-    return counts
+def _state_families() -> StateFamilies:
+    """The gauges read from the queue and the cache at scrape time, built afresh
+    for each scrape (``troupe.scheduler.observe.scrape_state``)."""
+    return StateFamilies(
+        pending=GaugeMetricFamily(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods "
+            "in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' "
+            "means number of pods in unschedulablePods that the scheduler attempted "
+            "to schedule and failed; 'gated' is the number of unschedulable pods that "
+            "the scheduler never attempted to schedule because they are gated.",
+            labels=["queue"],
+        ),
+        unschedulable=GaugeMetricFamily(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name. A pod will "
+            "increment the gauge for all plugins that caused it to not schedule and so "
+            "this metric have meaning only when broken down by plugin.",
+            labels=["plugin", "profile"],
+        ),
+        cache=GaugeMetricFamily(
+            "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            labels=["type"],
+        ),
+        entities=GaugeMetricFamily(
+            "scheduler_queued_entities",
+            "Number of entities waiting in the scheduling queue, by queue and by type "
+            "(a single pod, or a pod group counted once for all its pending members).",
+            labels=["queue", "type"],
+        ),
+        oldest_group=GaugeMetricFamily(
+            "troupe_podgroup_oldest_pending_seconds",
+            "Seconds since the scheduling queue first held a pod of the longest-pending "
+            "pod group it still holds (in any queue or being scheduled); 0 when none. "
+            "Moving between queues does not reset it.",
+        ),
+    )
 
 
 class SchedulerMetrics:
@@ -375,7 +289,7 @@ class SchedulerMetrics:
             ["result"],
             registry=r,
         )
-        self._state = _StateCollector()
+        self._state = StateCollector(_state_families)
         r.register(self._state)
         # Children by the recording calls' raw arguments (before label mapping).
         self._attempts: dict[tuple[str, str], tuple[CounterChild, HistogramChild]] = {}
