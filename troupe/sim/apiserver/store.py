@@ -53,16 +53,16 @@ class Store(StoreReads):
     ) -> None:
         super().__init__(registry or Registry(), history)
         self.clock: Clock = clock or RealClock()
-        self._strategies: dict[str, Strategy] = {}
-        self._default_strategy = Strategy()
+        self._strategies: dict[str, Strategy[Store]] = {}
+        self._default_strategy: Strategy[Store] = Strategy()
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- plumbing ----------------------------------------------------------------------
 
-    def set_strategy(self, key: str, strategy: Strategy) -> None:
+    def set_strategy(self, key: str, strategy: Strategy[Store]) -> None:
         self._strategies[key] = strategy
 
-    def strategy(self, rt: ResourceType) -> Strategy:
+    def strategy(self, rt: ResourceType) -> Strategy[Store]:
         return self._strategies.get(rt.key, self._default_strategy)
 
     def _version_of(self, kind: str | ResourceType, obj: Obj) -> ResourceType:
