@@ -13,18 +13,10 @@ from troupe.api.clock import FakeClock
 from troupe.cli.render import render_summary
 from troupe.sim.apiserver.binding import bind
 from troupe.sim.cluster import SimCluster
+from troupe.sim.manifests import GANG_KINDS, gang_manifests, pod_manifests
 from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL, NodeSpec
 from troupe.sim.runner import GangOutcome, GangRow, ScenarioRunner, Summary, Tracker
-from troupe.sim.scenario import (
-    GANG_KINDS,
-    GangStep,
-    PodsStep,
-    ScenarioError,
-    TopologySpec,
-    gang_manifests,
-    load_scenario,
-    pod_manifests,
-)
+from troupe.sim.scenario import GangStep, PodsStep, ScenarioError, TopologySpec, load_scenario
 
 NOT_MEET = "CoschedulingNotMeetMinMember"
 UNSCHEDULABLE = "Unschedulable"

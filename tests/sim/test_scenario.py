@@ -10,18 +10,15 @@ import pytest
 from troupe.api.gangs import POD_GROUP_LABEL, GangApi, group_ref_of
 from troupe.api.objects import Pod
 from troupe.api.topology import PREFERRED_ANNOTATION, REQUIRED_ANNOTATION
-from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL
-from troupe.sim.scenario import (
-    DEFAULT_SCENARIO,
+from troupe.sim.manifests import (
     GANG_KINDS,
     RUN_SECONDS_ANNOTATION,
-    GangStep,
-    ScenarioError,
     composite_manifests,
     gang_manifests,
-    load_scenario,
     pod_manifests,
 )
+from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL
+from troupe.sim.scenario import DEFAULT_SCENARIO, GangStep, ScenarioError, load_scenario
 
 
 def test_the_default_scenario_has_plain_pods_and_gangs_of_two_apis_at_least() -> None:

@@ -24,19 +24,15 @@ import numpy as np
 from troupe.api.clock import Clock, RealClock
 from troupe.api.quantity import format_quantity, parse_quantity
 from troupe.sim.cluster import SimCluster
-from troupe.sim.nodespec import NodeSpec
-from troupe.sim.scenario import (
+from troupe.sim.manifests import (
     COMPOSITE_KIND,
     GangManifests,
-    GangStep,
-    NodeGroup,
-    Scenario,
-    ScenarioError,
-    Step,
     composite_manifests,
     gang_manifests,
     pod_manifests,
 )
+from troupe.sim.nodespec import NodeSpec
+from troupe.sim.scenario import GangStep, NodeGroup, Scenario, ScenarioError, Step
 from troupe.sim.usage import NodeUsage, node_usage
 
 Progress = Callable[[int, int, float], None]

@@ -51,7 +51,7 @@ _DNS_SUBDOMAIN_HELP: Final = (
 )
 
 
-class CompositePodGroupStrategy(Strategy):
+class CompositePodGroupStrategy(Strategy[Store]):
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
         refuse(rt, obj, validate_composite_pod_group(obj))
 

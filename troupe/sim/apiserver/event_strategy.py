@@ -20,15 +20,13 @@ Installed by ``strategies.new_store``.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from troupe.sim.apiserver import errors
 from troupe.sim.apiserver.conversion import is_events_view
 from troupe.sim.apiserver.resources import ResourceType
+from troupe.sim.apiserver.store import Store
 from troupe.sim.apiserver.strategy import Obj, Strategy
-
-if TYPE_CHECKING:
-    from troupe.sim.apiserver.store import Store
 
 Cause = tuple[str, str, str]
 NOTE_LIMIT: Final = 1024
@@ -156,7 +154,7 @@ def strict_create_causes(event: Obj) -> list[Cause]:
     return causes
 
 
-class EventStrategy(Strategy):
+class EventStrategy(Strategy[Store]):
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
         check_micro_times(obj)
         strict = is_events_view(rt)

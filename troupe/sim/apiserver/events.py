@@ -8,7 +8,7 @@ matching is sent as DELETED, one that starts matching as ADDED. Each event seria
 its object at most once per (object, apiVersion), however many watchers send it.
 
 Used by ``store.Store`` (producer), ``watch.serve_watch`` (HTTP streams) and
-``store.Subscription`` (in-process subscribers).
+``subscription.Subscription`` (in-process subscribers).
 """
 
 from __future__ import annotations

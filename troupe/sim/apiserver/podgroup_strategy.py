@@ -193,7 +193,7 @@ def spec_of(obj: Obj) -> Obj:
     return spec if isinstance(spec, dict) else {}
 
 
-class PodGroupStrategy(Strategy):
+class PodGroupStrategy(Strategy[Store]):
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})
         if isinstance(spec, dict) and spec.get("disruptionMode") is None:

@@ -100,7 +100,7 @@ def _default_tolerations(spec: dict[str, Any]) -> None:
     spec["tolerations"] = tolerations
 
 
-class PodStrategy(Strategy):
+class PodStrategy(Strategy[Store]):
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
         spec = obj.get("spec")
         name = obj["metadata"]["name"]

@@ -77,7 +77,7 @@ BOOTSTRAP_BINDINGS: Final = (
 )
 
 
-class BindingStrategy(Strategy):
+class BindingStrategy(Strategy[Store]):
     """RoleBinding and ClusterRoleBinding validation."""
 
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:

@@ -1,11 +1,13 @@
-"""The in-memory object store behind the embedded API server.
+"""The in-memory object store behind the embedded API server: ``Store`` and its writes.
 
 Objects are plain JSON dicts, kept per kind key and never mutated once stored: a write
 builds a new dict (sharing unchanged sub-dicts with the old one), so reads and watch
 fan-out hand out references without copying. One global integer resourceVersion orders
 every write, as etcd's revision does; each kind keeps a bounded history of events for
 watches that resume from a resourceVersion (``floor`` is the oldest RV still resumable,
-upstream's ``oldest-1``).
+upstream's ``oldest-1``). The objects, reads, lists and watches are ``reads.StoreReads``,
+the base class; this module holds the writes (create, update, patch, delete) and what
+they go through.
 
 Kind-specific behaviour (pod defaults and admission, CRD registration, graceful pod
 deletion) lives in ``Strategy`` objects installed by ``strategies.new_store``. The HTTP
@@ -17,33 +19,24 @@ write, whoever makes it, emits the same watch events.
 from __future__ import annotations
 
 import asyncio
-import builtins
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from troupe.api.clock import Clock, RealClock
 from troupe.sim.apiserver import errors
-from troupe.sim.apiserver.conversion import storage_fields, to_storage, to_view, view_converter
+from troupe.sim.apiserver.conversion import to_storage, to_view
 from troupe.sim.apiserver.events import (
     ADDED,
     DELETED,
     MODIFIED,
-    Watcher,
     WatchEvent,
     with_resource_version,
 )
-from troupe.sim.apiserver.hub import Hub
 from troupe.sim.apiserver.meta import clone, generate_name, new_uid, rfc3339
-from troupe.sim.apiserver.paging import Snapshots, paginate
 from troupe.sim.apiserver.patch import merge_patch, strategic_merge_patch
+from troupe.sim.apiserver.reads import StoreReads, object_index
 from troupe.sim.apiserver.resources import Registry, ResourceType
 from troupe.sim.apiserver.schema import apply_schema
-from troupe.sim.apiserver.selectors import (
-    FieldSelector,
-    LabelSelector,
-    parse_field_selector,
-    parse_label_selector,
-)
 from troupe.sim.apiserver.strategy import (
     SYSTEM_META,
     Obj,
@@ -51,60 +44,26 @@ from troupe.sim.apiserver.strategy import (
     check_delete_preconditions,
     merge_update,
 )
-from troupe.sim.apiserver.subscription import Subscription
 from troupe.sim.apiserver.validation import validate_builtin
 
 
-def _selectors(
-    label_selector: str | Mapping[str, str] | LabelSelector | None,
-    field_selector: str | FieldSelector | None,
-) -> tuple[LabelSelector, FieldSelector]:
-    """Selectors as given, or parsed from their query-string form."""
-    labels = (
-        label_selector
-        if isinstance(label_selector, LabelSelector)
-        else parse_label_selector(label_selector)
-    )
-    fields = (
-        field_selector
-        if isinstance(field_selector, FieldSelector)
-        else parse_field_selector(field_selector or None)
-    )
-    return labels, fields
-
-
-def _index(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
-
-
-class Store:
+class Store(StoreReads):
     def __init__(
         self, registry: Registry | None = None, *, history: int = 10000, clock: Clock | None = None
     ) -> None:
-        self.registry = registry or Registry()
+        super().__init__(registry or Registry(), history)
         self.clock: Clock = clock or RealClock()
-        self.hub = Hub(history)
-        self._rv = 0
-        self._objects: dict[str, dict[str, Obj]] = {}
-        self._strategies: dict[str, Strategy] = {}
-        self._default_strategy = Strategy()
-        self._snapshots = Snapshots()
+        self._strategies: dict[str, Strategy[Store]] = {}
+        self._default_strategy: Strategy[Store] = Strategy()
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- plumbing ----------------------------------------------------------------------
 
-    @property
-    def resource_version(self) -> int:
-        return self._rv
-
-    def set_strategy(self, key: str, strategy: Strategy) -> None:
+    def set_strategy(self, key: str, strategy: Strategy[Store]) -> None:
         self._strategies[key] = strategy
 
-    def strategy(self, rt: ResourceType) -> Strategy:
+    def strategy(self, rt: ResourceType) -> Strategy[Store]:
         return self._strategies.get(rt.key, self._default_strategy)
-
-    def resolve(self, kind: str | ResourceType) -> ResourceType:
-        return kind if isinstance(kind, ResourceType) else self.registry.resolve(kind)
 
     def _version_of(self, kind: str | ResourceType, obj: Obj) -> ResourceType:
         """The type a write goes through: for an in-process write naming a kind key, the
@@ -118,12 +77,6 @@ class Store:
             if served.api_version == api_version and served.kind == rt.kind:
                 return served
         return rt
-
-    def objects(self, rt: ResourceType) -> dict[str, Obj]:
-        return self._objects.setdefault(rt.key, {})
-
-    def floor(self, key: str) -> int:
-        return self.hub.floor(key)
 
     def now(self) -> str:
         return rfc3339(self.clock.wall())
@@ -150,82 +103,6 @@ class Store:
         self.strategy(rt).after_write(self, rt, event)
         self.hub.notify(rt.key, event)
         return event
-
-    def compact(self) -> None:
-        """Forget every event and continue snapshot: any older RV now gets 410 Expired."""
-        self.hub.compact(set(self._objects), self._rv)
-        self._snapshots.clear()
-
-    # --- reads -------------------------------------------------------------------------
-
-    def get(
-        self,
-        kind: str | ResourceType,
-        name: str,
-        namespace: str | None = None,
-        *,
-        copy: bool = True,
-    ) -> Obj:
-        rt = self.resolve(kind)
-        obj = self.objects(rt).get(_index(namespace or "" if rt.namespaced else "", name))
-        if obj is None:
-            raise errors.not_found(rt, name)
-        obj = to_view(rt, obj)
-        return clone(obj) if copy else obj
-
-    def find(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
-        return self.objects(rt).get(_index(namespace if rt.namespaced else "", name))
-
-    def _select(
-        self, rt: ResourceType, namespace: str | None, labels: LabelSelector, fields: FieldSelector
-    ) -> list[tuple[str, Obj]]:
-        selected: list[tuple[str, Obj]] = []
-        fields = storage_fields(rt, fields)
-        for index, obj in self.objects(rt).items():
-            meta = obj["metadata"]
-            if namespace is not None and rt.namespaced and meta.get("namespace") != namespace:
-                continue
-            if not labels.empty and not labels.matches(meta.get("labels")):
-                continue
-            if not fields.empty and not fields.matches(obj):
-                continue
-            selected.append((index, obj))
-        selected.sort(key=lambda pair: pair[0])
-        return selected
-
-    def list(
-        self,
-        kind: str | ResourceType,
-        namespace: str | None = None,
-        label_selector: str | Mapping[str, str] | LabelSelector | None = None,
-        field_selector: str | FieldSelector | None = None,
-        *,
-        copy: bool = True,
-    ) -> list[Obj]:
-        rt = self.resolve(kind)
-        labels, fields = _selectors(label_selector, field_selector)
-        items = [to_view(rt, obj) for _, obj in self._select(rt, namespace, labels, fields)]
-        return [clone(obj) for obj in items] if copy else items
-
-    def list_page(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        labels: LabelSelector,
-        fields: FieldSelector,
-        limit: int,
-        continue_token: str,
-    ) -> tuple[builtins.list[Obj], int, str, int | None]:
-        """(items, list RV, next continue token or "", remainingItemCount or None)."""
-        items, rv, token, remaining = paginate(
-            self._snapshots,
-            lambda: self._select(rt, namespace, labels, fields),
-            self._rv,
-            self.floor(rt.key),
-            limit,
-            continue_token,
-        )
-        return [to_view(rt, obj) for obj in items], rv, token, remaining
 
     # --- writes ------------------------------------------------------------------------
 
@@ -294,7 +171,7 @@ class Store:
         self.strategy(rt).prepare_create(self, rt, obj)
         if validate:
             self.validate_write(rt, obj, None)
-        index = _index(namespace, name)
+        index = object_index(namespace, name)
         objects = self.objects(rt)
         if index in objects:
             raise errors.already_exists(rt, name)
@@ -395,7 +272,7 @@ class Store:
         ):
             return self._remove(rt, old, final=new)
         meta["resourceVersion"] = self._next_rv()
-        self.objects(rt)[_index(meta.get("namespace", ""), meta["name"])] = new
+        self.objects(rt)[object_index(meta.get("namespace", ""), meta["name"])] = new
         self._emit(rt, MODIFIED, new, old)
         return new
 
@@ -468,78 +345,11 @@ class Store:
     def _remove(self, rt: ResourceType, old: Obj, final: Obj | None = None) -> Obj:
         meta = old["metadata"]
         self.objects(rt).pop(
-            _index(meta.get("namespace", "") if rt.namespaced else "", meta["name"]), None
+            object_index(meta.get("namespace", "") if rt.namespaced else "", meta["name"]), None
         )
         last = with_resource_version(final or old, self._next_rv())
         self._emit(rt, DELETED, last, old)
         return last
 
-    # --- watches -----------------------------------------------------------------------
 
-    def watch(
-        self,
-        kind: str | ResourceType,
-        namespace: str | None = None,
-        label_selector: str | Mapping[str, str] | LabelSelector | None = None,
-        field_selector: str | FieldSelector | None = None,
-        resource_version: str | None = None,
-    ) -> Watcher:
-        """Open a watcher: synthetic ADDED events for "" / "0" / None, else history after RV.
-
-        Raises ``ApiError`` 410 when the RV is older than the kept history.
-        """
-        rt = self.resolve(kind)
-        labels, fields = _selectors(label_selector, field_selector)
-        watcher = Watcher(
-            rt.key,
-            namespace if rt.namespaced else None,
-            labels,
-            storage_fields(rt, fields),
-            view_converter(rt),
-        )
-        if resource_version in (None, "", "0"):
-            for _, obj in self._select(rt, watcher.namespace, labels, fields):
-                watcher.queue.append(WatchEvent(ADDED, self._rv, obj, None))
-        else:
-            try:
-                since = int(str(resource_version))
-            except ValueError:
-                raise errors.bad_request(f"invalid resource version: {resource_version}") from None
-            watcher.queue.extend(self.hub.backlog(rt.key, since))
-        self.hub.register(watcher)
-        return watcher
-
-    def unwatch(self, watcher: Watcher) -> None:
-        self.hub.unregister(watcher)
-
-    def close_watchers(self, key: str | None = None) -> int:
-        """Close every watcher (of one kind): their streams end. Returns how many."""
-        return self.hub.close_watchers(key)
-
-    def subscribe(
-        self,
-        kind: str,
-        namespace: str | None = None,
-        label_selector: str | Mapping[str, str] | None = None,
-        field_selector: str | None = None,
-        *,
-        initial: bool = False,
-        copy: bool = True,
-    ) -> Subscription:
-        """An in-process watch: ``async for type_, obj in store.subscribe("pods")``.
-
-        ``initial`` first yields ADDED for every current object (like RV "0"); otherwise
-        only changes after now. With ``copy=False`` objects are the store's own (read-only).
-        """
-        rv = None if initial else str(self._rv)
-        return Subscription(
-            self, self.watch(kind, namespace, label_selector, field_selector, rv), copy
-        )
-
-    def listen(self, kind: str, callback: Callable[[str, Obj], None]) -> Callable[[], None]:
-        """Call ``callback(type, obj)`` synchronously after every change of a kind (objects
-        are the store's own: read-only). Returns the function that stops it."""
-        return self.hub.listen(self.resolve(kind).key, callback)
-
-
-__all__ = ["DELETED", "MODIFIED", "Obj", "Store", "Strategy", "Subscription"]
+__all__ = ["DELETED", "MODIFIED", "Obj", "Store", "Strategy"]

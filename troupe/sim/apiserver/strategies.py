@@ -43,7 +43,7 @@ SYSTEM_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-
 _UNDELETABLE: Final = ("default", "kube-system", "kube-public")
 
 
-class NamespaceStrategy(Strategy):
+class NamespaceStrategy(Strategy[Store]):
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
         obj["spec"] = {"finalizers": ["kubernetes"], **(obj.get("spec") or {})}
         obj["status"] = {"phase": "Active"}
@@ -94,7 +94,7 @@ def crd_types(crd: Obj) -> list[ResourceType]:
     ]
 
 
-class CRDStrategy(Strategy):
+class CRDStrategy(Strategy[Store]):
     def __init__(self) -> None:
         self._served: dict[str, list[ResourceType]] = {}
 
@@ -195,7 +195,7 @@ def new_store(
         if native and rt.version not in wanted:
             registry.remove(rt)
     store = Store(registry, history=history, clock=clock)
-    strategies: tuple[tuple[str, Strategy], ...] = (
+    strategies: tuple[tuple[str, Strategy[Store]], ...] = (
         ("podgroups", PodGroupStrategy()),
         ("workloads", WorkloadStrategy()),
         ("compositepodgroups", CompositePodGroupStrategy()),

@@ -3,22 +3,21 @@
 ``Strategy`` is the generic behaviour (every hook a no-op); ``pods.PodStrategy`` and the
 strategies in ``strategies.py`` override it. ``store.Store`` calls the hooks around every
 write, the way a ``genericregistry.Store`` calls its RESTCreateStrategy /
-RESTUpdateStrategy / RESTDeleteStrategy.
+RESTUpdateStrategy / RESTDeleteStrategy. ``Strategy`` is generic over the store passed
+to its hooks (``Strategy[Store]``), so this module does not import ``store``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 from troupe.sim.apiserver import errors
 from troupe.sim.apiserver.events import WatchEvent
 from troupe.sim.apiserver.resources import ResourceType
 
-if TYPE_CHECKING:
-    from troupe.sim.apiserver.store import Store
-
 Obj = dict[str, Any]
+StoreT = TypeVar("StoreT")
 
 # Fields a client cannot set or change through create/update (ObjectMeta system fields).
 SYSTEM_META: Final = (
@@ -30,25 +29,25 @@ SYSTEM_META: Final = (
 )
 
 
-class Strategy:
+class Strategy(Generic[StoreT]):
     """Per-kind hooks around writes; the base class is the generic behaviour."""
 
-    def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
+    def prepare_create(self, store: StoreT, rt: ResourceType, obj: Obj) -> None:
         """Default and validate a new object; raise ``ApiError`` to refuse it."""
 
     def prepare_update(
-        self, store: Store, rt: ResourceType, new: Obj, old: Obj, subresource: str | None
+        self, store: StoreT, rt: ResourceType, new: Obj, old: Obj, subresource: str | None
     ) -> None:
         """Validate an update (``new`` may be changed in place; it is a fresh dict)."""
 
-    def check_delete(self, store: Store, rt: ResourceType, obj: Obj) -> None:
+    def check_delete(self, store: StoreT, rt: ResourceType, obj: Obj) -> None:
         """Raise ``ApiError`` to refuse a delete."""
 
-    def grace_period(self, store: Store, rt: ResourceType, obj: Obj, requested: int | None) -> int:
+    def grace_period(self, store: StoreT, rt: ResourceType, obj: Obj, requested: int | None) -> int:
         """Seconds a delete waits (0: remove at once)."""
         return 0
 
-    def after_write(self, store: Store, rt: ResourceType, event: WatchEvent) -> None:
+    def after_write(self, store: StoreT, rt: ResourceType, event: WatchEvent) -> None:
         """React to a stored change (register CRD types, schedule reaping, ...)."""
 
 

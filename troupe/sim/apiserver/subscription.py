@@ -2,27 +2,31 @@
 
 An async iterator of (type, object) over one ``Watcher``, with the same filtering and
 selector-leaving DELETED events as HTTP watches. The simulated kubelets and scenario code
-use it instead of HTTP.
+use it instead of HTTP. A subscription needs of its store only ``unwatch`` (``WatchOwner``),
+so this module does not import the store.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from troupe.sim.apiserver.events import Watcher
 from troupe.sim.apiserver.meta import clone
 
-if TYPE_CHECKING:
-    from troupe.sim.apiserver.store import Store
-
 Obj = dict[str, Any]
+
+
+class WatchOwner(Protocol):
+    """What registered the watcher (``store.Store``): ends it when the subscription does."""
+
+    def unwatch(self, watcher: Watcher) -> None: ...
 
 
 class Subscription:
     """Async iterator over (type, object) of one in-process watch; ``close()`` ends it."""
 
-    def __init__(self, store: Store, watcher: Watcher, copy: bool) -> None:
+    def __init__(self, store: WatchOwner, watcher: Watcher, copy: bool) -> None:
         self._store = store
         self._watcher = watcher
         self._copy = copy

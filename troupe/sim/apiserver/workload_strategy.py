@@ -64,7 +64,7 @@ _DNS_LABEL_HELP: Final = (
 )
 
 
-class WorkloadStrategy(Strategy):
+class WorkloadStrategy(Strategy[Store]):
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
         if rt.version in _VALIDATED:
             refuse(rt, obj, validate_workload(obj, rt.version))
