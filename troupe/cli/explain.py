@@ -25,7 +25,6 @@ import json
 import math
 import os
 import sys
-import time
 from typing import Any
 
 from troupe.api.config import (
@@ -47,7 +46,14 @@ from troupe.cli.explain_capacity import (
 )
 from troupe.cli.explain_free import free_fixes
 from troupe.cli.explain_render import render
-from troupe.cli.explain_state import ClusterState, ExplainError, Target, attempt, read_cluster
+from troupe.cli.explain_state import (
+    ClusterState,
+    ExplainError,
+    Target,
+    attempt,
+    checked,
+    read_cluster,
+)
 from troupe.kube.debug import DebugEndpointError, fetch_explanation
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.service.logs import configure_logging
@@ -201,39 +207,37 @@ async def fixes(
         count = math.ceil(missing / per)
         for n in (count, count + 1):
             copy, names = state.with_clones(best, n)
-            start = time.perf_counter()
-            outcome = await attempt(config, copy, target)
-            if outcome.bound:
-                found.append(
-                    {
-                        "fix": f"add {n} more node{'s' if n > 1 else ''} like {best}",
-                        "kind": "addNodes",
-                        "like": best,
-                        "count": n,
-                        "verified": True,
-                        "checkSeconds": round(time.perf_counter() - start, 2),
-                        "placement": outcome.nodes,
-                        "newNodes": names,
-                    }
-                )
+            fix = await checked(
+                config,
+                copy,
+                target,
+                {
+                    "fix": f"add {n} more node{'s' if n > 1 else ''} like {best}",
+                    "kind": "addNodes",
+                    "like": best,
+                    "count": n,
+                    "newNodes": names,
+                },
+            )
+            if fix is not None:
+                found.append(fix)
                 break
     if quorum:
         fit, min_count = int(quorum["fit"]), int(quorum["minCount"])
         if 0 < fit < min_count:
             copy_ = state.with_min_count(target, fit)
             if copy_ is not None:
-                start = time.perf_counter()
-                outcome = await attempt(config, copy_, target)
-                if outcome.bound:
-                    found.append(
-                        {
-                            "fix": f"lower minCount to {fit} ({quorum['minCountField']})",
-                            "kind": "lowerMinCount",
-                            "minCount": fit,
-                            "verified": True,
-                            "checkSeconds": round(time.perf_counter() - start, 2),
-                            "placement": outcome.nodes,
-                        }
-                    )
+                fix = await checked(
+                    config,
+                    copy_,
+                    target,
+                    {
+                        "fix": f"lower minCount to {fit} ({quorum['minCountField']})",
+                        "kind": "lowerMinCount",
+                        "minCount": fit,
+                    },
+                )
+                if fix is not None:
+                    found.append(fix)
     found += await free_fixes(config, state, target, diagnosis, request, pod)
     return found

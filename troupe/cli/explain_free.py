@@ -22,7 +22,6 @@ state without those pods, binds the target; at most ``CANDIDATES`` plans are tri
 from __future__ import annotations
 
 import itertools
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +30,7 @@ from troupe.api.objects import Pod
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.resources import pod_requests
 from troupe.cli.explain_capacity import fits, fmt_vector, needed, node_free
-from troupe.cli.explain_state import ClusterState, Target, attempt
+from troupe.cli.explain_state import ClusterState, Target, checked
 
 Obj = dict[str, Any]
 CANDIDATES = 2  # plans verified at most (each is one run of the scheduler)
@@ -365,11 +364,13 @@ async def free_fixes(
     priority = target_priority(state, target)
     for plan in search(state, target, diagnosis, request, pod)[:CANDIDATES]:
         copy = state.without_pods({m.key for m in plan.pods})
-        start = time.perf_counter()
-        outcome = await attempt(config, copy, target)
-        if not outcome.bound:
-            continue
-        return [
+        note = "; ".join(
+            n for n in (priority_note(plan, priority, diagnosis), budget_note(plan)) if n
+        )
+        fix = await checked(
+            config,
+            copy,
+            target,
             {
                 "fix": describe(plan, request),
                 "kind": "freeCapacity",
@@ -379,13 +380,10 @@ async def free_fixes(
                 "freed": _freed(plan, request),
                 "pods": [m.key for m in plan.pods],
                 "lowerPriority": all(m.lower for m in plan.pods),
-                "note": "; ".join(
-                    n for n in (priority_note(plan, priority, diagnosis), budget_note(plan)) if n
-                ),
+                "note": note,
                 "overBudget": plan.over_budget(),
-                "verified": True,
-                "checkSeconds": round(time.perf_counter() - start, 2),
-                "placement": outcome.nodes,
-            }
-        ]
+            },
+        )
+        if fix is not None:
+            return [fix]
     return []

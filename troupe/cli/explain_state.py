@@ -20,6 +20,7 @@ import asyncio
 import copy
 import json
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -385,6 +386,24 @@ async def _load(transport: HttpTransport, state: ClusterState, members: set[str]
                     f"cannot copy {obj.get('kind', '')} {obj['metadata'].get('name')}: "
                     f"{resp.status} {resp.body[:300]!r}"
                 )
+
+
+async def checked(
+    config: ResolvedConfig, state: ClusterState, target: Target, fix: dict[str, Any]
+) -> dict[str, Any] | None:
+    """``fix`` as shown, once the scheduler run on ``state`` (a modified copy) binds the
+    target: with ``verified``, ``checkSeconds`` and the ``placement``. None when it does
+    not bind there (the fix is then not suggested)."""
+    start = time.perf_counter()
+    outcome = await attempt(config, state, target)
+    if not outcome.bound:
+        return None
+    return {
+        **fix,
+        "verified": True,
+        "checkSeconds": round(time.perf_counter() - start, 2),
+        "placement": outcome.nodes,
+    }
 
 
 async def _until_settled(
