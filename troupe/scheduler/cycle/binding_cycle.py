@@ -88,6 +88,9 @@ class BindingCycle:
         # Running bindings by node and pod key, until they finish (``call_off``): a
         # token per binding, so a finished one never removes its successor's entry.
         self._tasks: dict[str, dict[str, object]] = {}
+        # How many bindings of each pod key are running: ``in_flight`` without a
+        # pass over every node's bindings (it is asked once per bound pod).
+        self._running: dict[str, int] = {}
         # Pods whose binding was called off, with why; read by the binding itself.
         self._called_off: dict[str, str] = {}
         # Pods the informer reported deleted, re-created or bound while their
@@ -101,6 +104,7 @@ class BindingCycle:
         called off until it finishes."""
         token = object()
         self._tasks.setdefault(node, {})[key] = token
+        self._running[key] = self._running.get(key, 0) + 1
         self.bindings.spawn(self._owned(binding, node, key, token), held=True)
 
     async def _owned(
@@ -112,6 +116,9 @@ class BindingCycle:
             self._finished(node, key, token)
 
     def _finished(self, node: str, key: str, token: object) -> None:
+        running = self._running.pop(key, 1) - 1
+        if running:
+            self._running[key] = running
         on_node = self._tasks.get(node)
         if on_node is not None and on_node.get(key) is token:
             del on_node[key]
@@ -122,7 +129,7 @@ class BindingCycle:
 
     def in_flight(self, key: str) -> bool:
         """Whether a binding task of ``key`` is running (owned here since ``spawn``)."""
-        return any(key in on_node for on_node in self._tasks.values())
+        return key in self._running
 
     def pod_superseded(self, key: str) -> None:
         """The informer reports that the pod of a running binding was deleted (or is
