@@ -121,3 +121,29 @@ def test_a_strategy_without_a_single_node_form_says_so() -> None:
     state = CycleState()
     assert plugin.pre_score(state, pod, table, table.slots()).is_success
     assert plugin.score_slot(state, pod, table, int(table.slots()[0])) is None
+
+
+def test_a_resource_offered_after_the_first_score_is_read_on_the_same_table() -> None:
+    """The single-node form keeps its plan of rows between pods; a row added to the
+    table (the first node offering a GPU) must not leave the GPU out of it."""
+    args = NodeResourcesFitArgs.model_validate(
+        {
+            "scoringStrategy": {
+                "type": "MostAllocated",
+                "resources": [{"name": "cpu", "weight": 1}, {"name": GPU, "weight": 5}],
+            }
+        }
+    )
+    plugin = Fit(args, FakeHandle())
+    table = table_of([make_node().name("cpu").capacity(cpu="4", memory="8Gi", pods=110).obj()])
+    pod = PodInfo.of(make_pod().name("p").resources({"cpu": "1", GPU: 1}).obj())
+    state = CycleState()
+    assert plugin.pre_score(state, pod, table, table.slots()).is_success
+    first = plugin.score_slot(state, pod, table, int(table.slots()[0]))
+    assert first == int(plugin.score(state, pod, table, table.slots())[0])
+    table.add_node(
+        make_node().name("gpu").capacity(cpu="4", memory="8Gi", pods=110).resource(GPU, 2).obj()
+    )
+    slot = table.index["gpu"]
+    columns = plugin.score(state, pod, table, np.array([slot], dtype=np.intp))
+    assert plugin.score_slot(state, pod, table, slot) == int(columns[0])

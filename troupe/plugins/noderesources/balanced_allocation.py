@@ -38,6 +38,7 @@ class BalancedAllocation:
         del handle
         args = args or NodeResourcesBalancedAllocationArgs()
         self._resources = tuple(r.name for r in args.resources)
+        self._plans = one_node.Plans(self._resources, use_requested=True)
 
     def pre_score(
         self, state: CycleState, pod: PodInfo, table: NodeTable, slots: IndexArray
@@ -67,5 +68,5 @@ class BalancedAllocation:
         if demand is None:
             return None
         return one_node.balanced_allocation(
-            one_node.values(table, slot, self._resources, demand, True)
+            one_node.values(table, slot, self._plans.get(table, demand))
         )

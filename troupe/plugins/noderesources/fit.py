@@ -101,6 +101,7 @@ class Fit:
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         strategy = args.scoring_strategy
         self._resources = tuple(r.name for r in strategy.resources)
+        self._plans = one_node.Plans(self._resources, use_requested=False)
         weights = np.array([r.weight for r in strategy.resources], dtype=np.int64)
         self._scorer: Scorer
         weight_list = [int(w) for w in weights]
@@ -216,7 +217,7 @@ class Fit:
         demand = state.get(SCORE_KEY)
         if self._one is None or demand is None:
             return None
-        return self._one(one_node.values(table, slot, self._resources, demand, False))
+        return self._one(one_node.values(table, slot, self._plans.get(table, demand)))
 
     # --- requeueing --------------------------------------------------------------
 

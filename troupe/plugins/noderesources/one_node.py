@@ -21,29 +21,59 @@ Value = tuple[int, int, int]
 """(position in the configured resources, requested with the pod, allocatable)."""
 
 
-def values(
-    table: NodeTable,
-    slot: int,
-    resources: Sequence[str],
-    demand: PodDemand,
-    use_requested: bool,
-) -> list[Value]:
-    """``resource_allocation.columns`` for one slot."""
-    out = []
+Step = tuple[int, int, int, int]
+"""(position in the configured resources, what to read: 0 ``requested`` at ``row``,
+1/2 the non-zero cpu/memory row, the row in ``requested``/``allocatable``, amount)."""
+
+
+def plan(
+    table: NodeTable, resources: Sequence[str], demand: PodDemand, use_requested: bool
+) -> tuple[Step, ...]:
+    """Which rows ``values`` reads for these resources and amounts on ``table``."""
+    steps = []
     for i, (name, amount) in enumerate(zip(resources, demand.amounts, strict=True)):
         if amount == 0 and is_scalar(name):
             continue
         row = table.resource_index.get(name)
         if row is None or not (name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar(name)):
             continue
-        # ndarray.item reads a Python int directly (no numpy scalar to convert).
-        if not use_requested and name in (CPU, MEMORY):
-            requested = table.nonzero_requested.item(0 if name == CPU else 1, slot)
-        else:
-            requested = table.requested.item(row, slot)
+        nonzero = 0 if use_requested or name not in (CPU, MEMORY) else 1 if name == CPU else 2
+        steps.append((i, nonzero, row, amount))
+    return tuple(steps)
+
+
+class Plans:
+    """A scorer's last ``plan`` (the pods of a batch share one demand): it depends on
+    the table only through which resources have a row, and rows are only ever
+    added, so the number of rows tells an outdated plan."""
+
+    __slots__ = ("_key", "_plan", "_resources", "_table", "_use_requested")
+
+    def __init__(self, resources: Sequence[str], use_requested: bool) -> None:
+        self._resources = tuple(resources)
+        self._use_requested = use_requested
+        self._table: NodeTable | None = None
+        self._key: tuple[tuple[int, ...], int] | None = None
+        self._plan: tuple[Step, ...] = ()
+
+    def get(self, table: NodeTable, demand: PodDemand) -> tuple[Step, ...]:
+        key = (demand.amounts, len(table.resource_index))
+        if table is not self._table or key != self._key:
+            self._plan = plan(table, self._resources, demand, self._use_requested)
+            self._table, self._key = table, key
+        return self._plan
+
+
+def values(table: NodeTable, slot: int, steps: Sequence[Step]) -> list[Value]:
+    """``resource_allocation.columns`` for one slot, by a ``plan``."""
+    # ndarray.item reads a Python int directly (no numpy scalar to convert).
+    requested, nonzero = table.requested.item, table.nonzero_requested.item
+    allocatable = table.allocatable.item
+    out = []
+    for i, source, row, amount in steps:
+        used = requested(row, slot) if source == 0 else nonzero(source - 1, slot)
         # Clamped at 0 as resource_allocation.columns, so scores stay in [0, 100].
-        allocatable = max(table.allocatable.item(row, slot), 0)
-        out.append((i, max(requested + amount, 0), allocatable))
+        out.append((i, max(used + amount, 0), max(allocatable(row, slot), 0)))
     return out
 
 
