@@ -26,14 +26,19 @@ from ``--warmup-minutes`` on, default the first 20% of the run, in MB per 10 min
 the last line of output is one JSON object with every sample and the slope.
 
 ``--diagnose`` prints, at every sample, the object types whose count grew most since
-the previous one (``gc.get_objects``); ``--tracemalloc`` the source lines whose
-allocations grew most (slow: for finding a leak, not for the figures).
+the previous one (``gc.get_objects``) and one line of allocator figures: pymalloc's
+arenas (1 MiB each, returned only when empty) and bytes in used blocks, glibc malloc's
+heap and bytes in use (objects over 512 bytes: large dicts, lists, arrays), the
+collector's generation counts and the event recorder's series; ``--tracemalloc`` the
+source lines whose allocations grew most (slow: for finding a leak, not for the
+figures).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import gc
 import json
 import os
@@ -96,6 +101,85 @@ def slope_mb_per_10min(samples: Sequence[tuple[float, float]], warmup: float) ->
         return None
     t, mb = np.array(points).T
     return float(np.polyfit(t, mb, 1)[0] * 10.0)
+
+
+def pymalloc_figures() -> dict[str, int]:
+    """CPython's small-object allocator: arenas held now and bytes in used blocks
+    (``sys._debugmallocstats``, which writes to file descriptor 2)."""
+    figures: dict[str, int] = {}
+    with tempfile.TemporaryFile() as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        for line in out.read().decode(errors="replace").splitlines():
+            name, sep, value = line.partition("=")
+            if sep and name.startswith("# "):
+                figures.setdefault(name[2:].strip(), int(value.strip().replace(",", "")))
+    return figures
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+_LIBC = ctypes.CDLL(None)
+
+
+def malloc_figures() -> dict[str, int]:
+    """glibc malloc's main heap (``mallinfo2``): bytes in use, free, mmapped; empty
+    where the C library has no ``mallinfo2``."""
+    try:
+        mallinfo2 = _LIBC.mallinfo2
+    except AttributeError:
+        return {}
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return {
+        "heap": info.arena,
+        "in_use": info.uordblks,
+        "free": info.fordblks,
+        "mmapped": info.hblkhd,
+    }
+
+
+def allocator_figures(scheduler: Scheduler) -> str:
+    """One line: pymalloc arenas and used blocks, glibc heap, gc generations."""
+    py = pymalloc_figures()
+    c = malloc_figures()
+    mb = 2**20
+    counts = gc.get_count()
+    collections = [s["collections"] for s in gc.get_stats()]
+    return (
+        f"pymalloc: {py.get('arenas allocated current', 0)} arenas "
+        f"(high-water {py.get('arenas highwater mark', 0)}), "
+        f"{py.get('bytes in allocated blocks', 0) / mb:.1f} MB in blocks, "
+        f"{py.get('bytes in available blocks', 0) / mb:.1f} MB free blocks; "
+        f"malloc: heap {c.get('heap', 0) / mb:.1f} MB, in use {c.get('in_use', 0) / mb:.1f}, "
+        f"free {c.get('free', 0) / mb:.1f}, mmapped {c.get('mmapped', 0) / mb:.1f}; "
+        f"gc counts {counts}, collections {collections}, "
+        f"frozen {gc.get_freeze_count()}; "
+        f"event series {len(getattr(scheduler.client, 'events', ()))}"
+    )
 
 
 class LoopLag:
@@ -202,7 +286,7 @@ class Sampler:
         objects = gc.get_objects()
         alive = sum(1 for obj in objects if type(obj) is Pod)
         if self.args.diagnose:
-            self._diagnose(objects)
+            self._diagnose(objects, scheduler)
         del objects
         if self.args.tracemalloc:
             self._trace()
@@ -233,7 +317,7 @@ class Sampler:
             flush=True,
         )
 
-    def _diagnose(self, objects: list[object]) -> None:
+    def _diagnose(self, objects: list[object], scheduler: Scheduler) -> None:
         types = Counter(type(obj).__qualname__ for obj in objects)
         if self._types:
             grown = (types - self._types).most_common(12)
@@ -242,6 +326,7 @@ class Sampler:
                 file=sys.stderr,
             )
         self._types = types
+        print("  " + allocator_figures(scheduler), file=sys.stderr, flush=True)
 
     def _trace(self) -> None:
         snapshot = tracemalloc.take_snapshot()

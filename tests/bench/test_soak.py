@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from bench.soak import slope_mb_per_10min
+from bench.soak import malloc_figures, pymalloc_figures, slope_mb_per_10min
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE_ARGS = ("--minutes", "0.3", "--interval", "5", "--nodes", "20", "--rate", "10")
@@ -84,3 +84,15 @@ def test_a_short_soak_prints_a_line_per_sample(soak: tuple[dict[str, Any], str])
     lines = stdout.strip().splitlines()
     assert sum(" min: rss " in line for line in lines) == len(result["samples"])
     assert lines[-2].startswith("memory slope after")
+
+
+def test_allocator_figures_read_pymalloc_and_leave_stderr_working(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    figures = pymalloc_figures()
+    assert figures["arenas allocated current"] > 0
+    assert figures["bytes in allocated blocks"] > 0
+    print("still here", file=sys.stderr)
+    assert "still here" in capfd.readouterr().err
+    malloc = malloc_figures()
+    assert not malloc or malloc["heap"] > 0

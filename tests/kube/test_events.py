@@ -289,3 +289,54 @@ async def test_the_flush_loop_writes_ended_series_on_its_tick() -> None:
     loop.cancel()
     with pytest.raises(asyncio.CancelledError):
         await loop
+
+
+async def test_a_deleted_pods_series_are_forgotten_at_once() -> None:
+    t, clock = FakeTransport(), FakeClock()
+    rec = recorder(t, clock)
+    other = Event(ObjectRef("Pod", "ns", "q", "u-q"), *FAILED_FIELDS)
+    await rec.record(FAILED)
+    await rec.record(Event(POD, "Normal", "Scheduled", "Binding", "assigned"))
+    await rec.record(other)
+    assert len(rec) == 3
+    rec.forget(POD)
+    assert len(rec) == 1  # the other pod's series stays
+    rec.forget(POD)  # a second delete (or one for a pod without events) is harmless
+    await rec.flush()
+    assert len(rec) == 1 and [s.method for s in t.sent] == ["POST"] * 3
+    # The deleted pod's spam-filter budget went with it: a (racing) event about it
+    # starts from a full bucket.
+    for i in range(25):
+        await rec.record(Event(POD, "Warning", "FailedScheduling", "Scheduling", f"n{i}"))
+    rec.forget(POD)
+    for i in range(25):
+        await rec.record(Event(POD, "Warning", "FailedScheduling", "Scheduling", f"m{i}"))
+    assert rec.counters.spam_dropped == 0
+
+
+async def test_a_deleted_pods_series_with_unwritten_repeats_gets_its_final_count() -> None:
+    t, clock = FakeTransport(), FakeClock()
+    rec = recorder(t, clock)
+    for _ in range(4):
+        await rec.record(FAILED)  # create, the series patch at once, two more in memory
+        clock.advance(1)
+    other = Event(ObjectRef("Pod", "ns", "q", "u-q"), *FAILED_FIELDS)
+    await rec.record(other)  # recorded last: behind the deleted pod's series
+    assert len(t.sent) == 3
+    rec.forget(POD)
+    await rec.flush()  # the next flush writes the final count, then forgets it
+    final = t.sent[-1]
+    assert final.method == "PATCH" and final.json()["series"]["count"] == 4
+    assert len(rec) == 1
+
+
+async def test_series_that_end_or_are_evicted_leave_no_index_behind() -> None:
+    t, clock = FakeTransport(), FakeClock()
+    rec = recorder(t, clock, EventPolicy(max_series=2))
+    refs = [ObjectRef("Pod", "ns", f"p{i}", f"u-{i}") for i in range(4)]
+    for ref in refs:
+        await rec.record(Event(ref, *FAILED_FIELDS))
+    assert len(rec) == 2 and len(rec._by_object) == 2  # two evicted
+    clock.advance(rec.policy.finish_after)
+    await rec.flush()
+    assert len(rec) == 0 and not rec._by_object

@@ -105,3 +105,12 @@ def test_keyed_buckets_are_independent_and_bounded() -> None:
     assert buckets.try_acquire("a")
     clock.advance(300.0)
     assert buckets.try_acquire("e") and buckets.try_acquire("e")
+
+
+def test_a_forgotten_key_loses_its_bucket() -> None:
+    buckets = KeyedBuckets(1.0 / 300.0, 1, FakeClock())
+    assert buckets.try_acquire("a") and not buckets.try_acquire("a")
+    buckets.forget("a")
+    buckets.forget("never seen")
+    assert len(buckets) == 0
+    assert buckets.try_acquire("a")  # a full bucket again

@@ -16,6 +16,11 @@ docs/events.md):
 - writes go through their own qps/burst limiter (kube-scheduler's events use a
   separate client) and the bounded retry policy.
 
+``forget(ref)`` ends the series about an object that was deleted (the daemon calls it
+for every pod deleted): a deleted pod's UID never comes back, so no repeat could join
+its series; without it each series stayed for ``finish_after`` after its last event,
+about 14,000 at 40 pods a second, whatever the cluster's size.
+
 Failures are logged and counted, never raised: an event is never worth failing a
 scheduling cycle for.
 """
@@ -140,6 +145,8 @@ class EventRecorder:
         # Keys of series whose repeats were not all written (and, until the next
         # flush, of some that since were).
         self._repeated: set[_Key] = set()
+        # The keys in ``_series`` by the object they are about, for ``forget``.
+        self._by_object: dict[ObjectRef, list[_Key]] = {}
         self._last_name_ns = 0
         self.counters = EventCounters()
 
@@ -176,13 +183,15 @@ class EventRecorder:
             last_seen=now,
             last_seen_wall=wall,
         )
+        if key not in self._series:
+            self._by_object.setdefault(key.regarding, []).append(key)
         self._series[key] = series
         self._series.move_to_end(key)
         while len(self._series) > self.policy.max_series:
-            self._series.popitem(last=False)
+            self._drop(next(iter(self._series)))
         if not self._spam.try_acquire(event.regarding):
             self.counters.spam_dropped += 1
-            self._series.pop(key, None)
+            self._drop(key)
             log.debug("event dropped by the per-object spam filter", object=_ref(event.regarding))
             return
         if await self._write(series, self._create_request(series), "create"):
@@ -191,8 +200,41 @@ class EventRecorder:
             self.counters.created += 1
             if series.dirty:
                 await self._write_series(key, series)
-        else:
-            self._series.pop(key, None)
+        elif self._series.get(key) is series:
+            self._drop(key)
+
+    def forget(self, regarding: ObjectRef) -> None:
+        """``regarding`` was deleted: forget its series and its spam-filter bucket.
+        A series with repeats still to write ends now instead, and the next flush
+        writes its final count."""
+        keys = self._by_object.pop(regarding, None)
+        if keys is None:
+            return
+        ended = self._clock.now() - self.policy.finish_after
+        pending = False
+        for key in keys:
+            series = self._series.get(key)
+            if series is None:
+                continue
+            if series.dirty and series.created:
+                # ``_series`` is in last-seen order: an ended series goes to the front.
+                series.last_seen = ended
+                self._series.move_to_end(key, last=False)
+                pending = True
+            else:
+                del self._series[key]
+                self._repeated.discard(key)
+        if not pending:
+            self._spam.forget(regarding)
+
+    def _drop(self, key: _Key) -> None:
+        """Forget the series under ``key`` (present or not)."""
+        self._series.pop(key, None)
+        keys = self._by_object.get(key.regarding)
+        if keys is not None and key in keys:
+            keys.remove(key)
+            if not keys:
+                del self._by_object[key.regarding]
 
     async def flush(self) -> None:
         """Write series that are due (refresh or end) and forget ended ones.
@@ -213,7 +255,7 @@ class EventRecorder:
             # Re-check: a repeat may have arrived while the write was in flight (and
             # moved the series to the end).
             if self._series.get(key) is series and self._clock.now() - series.last_seen >= finish:
-                del self._series[key]
+                self._drop(key)
         now = self._clock.now()
         for key in list(self._repeated):
             repeated = self._series.get(key)

@@ -109,3 +109,7 @@ class KeyedBuckets:
         else:
             self._buckets.move_to_end(key)
         return bucket.try_acquire()
+
+    def forget(self, key: object) -> None:
+        """Drop ``key``'s bucket (its object is gone for good)."""
+        self._buckets.pop(key, None)

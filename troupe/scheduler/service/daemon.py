@@ -23,14 +23,16 @@ from dataclasses import dataclass
 import structlog
 from prometheus_client import CollectorRegistry
 
+from troupe.api.client import ObjectRef
 from troupe.api.clock import Clock, RealClock
 from troupe.api.config import ResolvedConfig
 from troupe.api.framework import NamespaceLabels
 from troupe.api.gangapi_kinds import GroupObject
 from troupe.api.gangs import GangApi
-from troupe.api.objects import PriorityClass
+from troupe.api.objects import Pod, PriorityClass
 from troupe.api.tasks import TaskSupervisor
 from troupe.kube import (
+    EventRecorder,
     KubeClient,
     SharedInformers,
     check_reachable,
@@ -166,7 +168,9 @@ class SchedulerDaemon:
             synced=lambda: informers is not None and informers.has_synced,
             ours=self.scheduler.owns,
         )
-        handlers = ClusterEventHandlers(self.scheduler, pod_listener=self.status_controller)
+        handlers = ClusterEventHandlers(
+            self.scheduler, pod_listener=PodListeners(self.status_controller, self.client.events)
+        )
         informers = SharedInformers(
             api, self.clock, handlers, priority_class_handlers=priority_classes
         )
@@ -264,6 +268,26 @@ class SchedulerDaemon:
         if api is not None:
             await api.close()  # type: ignore[attr-defined]
         log.info("scheduler stopped")
+
+
+@dataclass(frozen=True, slots=True)
+class PodListeners:
+    """What follows every pod besides the scheduler: the PodGroup status controller,
+    and the event recorder, which forgets a pod's event series once the pod is
+    deleted (a deleted pod's UID never comes back, so nothing could repeat them)."""
+
+    status: PodGroupStatusController
+    events: EventRecorder
+
+    def on_pod_add(self, pod: Pod) -> None:
+        self.status.on_pod_add(pod)
+
+    def on_pod_update(self, old: Pod, new: Pod) -> None:
+        self.status.on_pod_update(old, new)
+
+    def on_pod_delete(self, pod: Pod) -> None:
+        self.status.on_pod_delete(pod)
+        self.events.forget(ObjectRef.of_pod(pod))
 
 
 class PriorityClassValues:
