@@ -5,12 +5,14 @@ limit and its FIFO of waiting requests, cancellation, closing with the ApiClient
 from __future__ import annotations
 
 import asyncio
+import gc
 from urllib.parse import urlsplit
 
 import pytest
 from troupe.api.client import ApiError, WriteFenced
 from troupe.kube.fence import FencedTransport
 from troupe.kube.http1 import Http1Pool, encode_request
+from troupe.kube.http1_parse import ResponseParser
 from troupe.kube.http1_pools import pool_for
 
 from tests.kube.scripted_http import (
@@ -206,3 +208,28 @@ async def test_a_write_that_waited_for_a_connection_is_fenced_if_the_lease_went_
             await waiting
         assert [r.body for r in server.requests] == [b"1"]
         assert fenced.fenced == 1
+
+
+async def test_a_replaced_connection_leaves_no_parser_for_the_collector() -> None:
+    """A connection the server closed is freed by reference counting alone: its
+    parser and llhttp form no cycle that only a full collection would break (the
+    daemon's heap is frozen and young collections are rare)."""
+
+    def parsers() -> int:
+        return sum(1 for o in gc.get_objects() if type(o) is ResponseParser)
+
+    async with ScriptedServer(routes()) as server, client(server) as (http, api):
+        pool = pool_for(api)
+        assert pool is not None
+        gc.collect()
+        gc.disable()
+        try:
+            before = parsers()
+            for _ in range(5):
+                assert (await http.request("GET", "/bye")).status == 200
+                await eventually(lambda: pool.connections == 0)
+            await asyncio.sleep(0)
+            # The pool holds its last connection until the next request drops it.
+            assert parsers() <= before + 1
+        finally:
+            gc.enable()

@@ -117,6 +117,14 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        try:
+            self._settle(exc)
+        finally:
+            self._parser.close()
+
+    def _settle(self, exc: Exception | None) -> None:
+        """The response in flight when the connection went: whole (read until close)
+        or lost."""
         waiter, self._waiter = self._waiter, None
         if waiter is None or waiter.done():
             return

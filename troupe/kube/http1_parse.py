@@ -42,6 +42,15 @@ class ProtocolError(ConnectionError):
     """The server's bytes are not a well-framed HTTP/1.1 response."""
 
 
+class _NoCallbacks:
+    """What a closed parser's llhttp calls back: nothing."""
+
+
+# llhttp holds bound methods of the parser it calls back, so a parser and its llhttp
+# are a reference cycle; a closed parser swaps its llhttp for this one.
+_CLOSED = HttpResponseParser(_NoCallbacks())
+
+
 class Reply(NamedTuple):
     status: int
     body: bytes
@@ -80,6 +89,12 @@ class ResponseParser:
         self._head_only = False
         self._pending = bytearray()  # the head of a reply to HEAD, until it is whole
         self._broken: ProtocolError | None = None
+
+    def close(self) -> None:
+        """The connection is gone: release llhttp (a reference cycle with this parser,
+        which only a full collection would free) and refuse any later bytes."""
+        self._llhttp = _CLOSED
+        self._broken = ProtocolError("the connection is closed")
 
     def expect(self, head_only: bool = False) -> None:
         """The next response answers a request whose reply has no body (HEAD)."""
