@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
 import gc
 import json
 import os
@@ -65,6 +64,7 @@ from troupe.scheduler.service.logs import configure_logging
 from troupe.sim.kubelet import RUN_SECONDS_ANNOTATION
 
 from bench import server
+from bench.allocators import allocator_figures
 from bench.churn import rss_mb
 from bench.server import NAMESPACE, ServerProcess
 
@@ -101,85 +101,6 @@ def slope_mb_per_10min(samples: Sequence[tuple[float, float]], warmup: float) ->
         return None
     t, mb = np.array(points).T
     return float(np.polyfit(t, mb, 1)[0] * 10.0)
-
-
-def pymalloc_figures() -> dict[str, int]:
-    """CPython's small-object allocator: arenas held now and bytes in used blocks
-    (``sys._debugmallocstats``, which writes to file descriptor 2)."""
-    figures: dict[str, int] = {}
-    with tempfile.TemporaryFile() as out:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        try:
-            os.dup2(out.fileno(), 2)
-            sys._debugmallocstats()
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        out.seek(0)
-        for line in out.read().decode(errors="replace").splitlines():
-            name, sep, value = line.partition("=")
-            if sep and name.startswith("# "):
-                figures.setdefault(name[2:].strip(), int(value.strip().replace(",", "")))
-    return figures
-
-
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-            "keepcost",
-        )
-    ]
-
-
-_LIBC = ctypes.CDLL(None)
-
-
-def malloc_figures() -> dict[str, int]:
-    """glibc malloc's main heap (``mallinfo2``): bytes in use, free, mmapped; empty
-    where the C library has no ``mallinfo2``."""
-    try:
-        mallinfo2 = _LIBC.mallinfo2
-    except AttributeError:
-        return {}
-    mallinfo2.restype = _MallInfo2
-    info = mallinfo2()
-    return {
-        "heap": info.arena,
-        "in_use": info.uordblks,
-        "free": info.fordblks,
-        "mmapped": info.hblkhd,
-    }
-
-
-def allocator_figures(scheduler: Scheduler) -> str:
-    """One line: pymalloc arenas and used blocks, glibc heap, gc generations."""
-    py = pymalloc_figures()
-    c = malloc_figures()
-    mb = 2**20
-    counts = gc.get_count()
-    collections = [s["collections"] for s in gc.get_stats()]
-    return (
-        f"pymalloc: {py.get('arenas allocated current', 0)} arenas "
-        f"(high-water {py.get('arenas highwater mark', 0)}), "
-        f"{py.get('bytes in allocated blocks', 0) / mb:.1f} MB in blocks, "
-        f"{py.get('bytes in available blocks', 0) / mb:.1f} MB free blocks; "
-        f"malloc: heap {c.get('heap', 0) / mb:.1f} MB, in use {c.get('in_use', 0) / mb:.1f}, "
-        f"free {c.get('free', 0) / mb:.1f}, mmapped {c.get('mmapped', 0) / mb:.1f}; "
-        f"gc counts {counts}, collections {collections}, "
-        f"frozen {gc.get_freeze_count()}; "
-        f"event series {len(getattr(scheduler.client, 'events', ()))}"
-    )
 
 
 class LoopLag:

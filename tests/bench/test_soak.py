@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from bench.soak import malloc_figures, pymalloc_figures, slope_mb_per_10min
+from bench.allocators import malloc_figures, pymalloc_figures
+from bench.soak import slope_mb_per_10min
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE_ARGS = ("--minutes", "0.3", "--interval", "5", "--nodes", "20", "--rate", "10")
