@@ -71,6 +71,25 @@ async def explain(kubeconfig: Path, *args: str) -> tuple[dict[str, Any], str]:
     return json.loads(out), text
 
 
+async def binds_after_moving(
+    cluster: SimCluster, kubeconfig: Path, tmp_path: Path, moved: str, target: str, node: str
+) -> None:
+    """Delete the pod the fix named (``moved``), start ``troupe run`` and wait for
+    ``target`` to bind on ``node``: the fix, carried out, places the pod."""
+    bindings = Bindings(cluster)
+    cluster.store.delete("pods", moved, "default", grace_period_seconds=0)
+    (tmp_path / "token").write_text(TOKEN)
+    proc, _ = await start_run(kubeconfig, "--debug-token-file", str(tmp_path / "token"))
+    try:
+        await eventually(
+            lambda: bindings.node.get(target) == node,
+            timeout=30,
+            what=f"the pod bound on {node}",
+        )
+    finally:
+        await stop_run(proc)
+
+
 async def test_free_a_rack_for_a_v1beta1_gang_then_move_the_named_pods(tmp_path: Path) -> None:
     # 4 nodes of 4 GPUs in 2 racks: node-0 and node-2 in zone-a-r0, node-1 and node-3
     # in zone-a-r1, all full. r0 holds four pods of 2 GPUs of low priority; r1 one
@@ -232,18 +251,7 @@ async def test_free_a_node_for_a_pod_not_on_the_tainted_one(tmp_path: Path) -> N
         # The node to clone is one the pod may use, not the empty tainted one.
         assert "like tainted-0" not in text
 
-        bindings = Bindings(cluster)
-        cluster.store.delete("pods", "b", "default", grace_period_seconds=0)
-        (tmp_path / "token").write_text(TOKEN)
-        proc, _ = await start_run(kubeconfig, "--debug-token-file", str(tmp_path / "token"))
-        try:
-            await eventually(
-                lambda: bindings.node.get("default/solo") == "node-0",
-                timeout=30,
-                what="the pod bound on node-0",
-            )
-        finally:
-            await stop_run(proc)
+        await binds_after_moving(cluster, kubeconfig, tmp_path, "b", "default/solo", "node-0")
 
 
 async def test_free_room_without_pods_a_budget_protects(tmp_path: Path) -> None:
@@ -277,15 +285,4 @@ async def test_free_room_without_pods_a_budget_protects(tmp_path: Path) -> None:
         assert free[0]["pods"] == ["default/web-0"] and free[0]["overBudget"] == {}
         assert "free 3 cpu on node-1 (move 1 pod: default/web-0)" in text
 
-        bindings = Bindings(cluster)
-        cluster.store.delete("pods", "web-0", "default", grace_period_seconds=0)
-        (tmp_path / "token").write_text(TOKEN)
-        proc, _ = await start_run(kubeconfig, "--debug-token-file", str(tmp_path / "token"))
-        try:
-            await eventually(
-                lambda: bindings.node.get("default/solo") == "node-1",
-                timeout=30,
-                what="the pod bound on node-1",
-            )
-        finally:
-            await stop_run(proc)
+        await binds_after_moving(cluster, kubeconfig, tmp_path, "web-0", "default/solo", "node-1")
