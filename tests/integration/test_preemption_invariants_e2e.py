@@ -34,7 +34,9 @@ regressions: a gang must bind on the nodes its preemption nominated (not on room
 ``all`` victim freed elsewhere, which would make the singles evicted on its nominated
 node unneeded), and a rack-constrained gang must not count its own members'
 nominations as taken once its victims are gone (it preempted a second rack, or never
-bound).
+bound). A gang is held to its nominated nodes while its victims terminate (one on a
+node whose kubelet is down), and binds in the rack it preempted in even when another
+rack, freed by its ``all`` victims, scores better once they are gone.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from troupe.api.config import config_document, load_config
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.sim.cluster import SimCluster
+from troupe.sim.kubelet import KUBELET_ANNOTATION, NO_KUBELET
 from troupe.sim.nodespec import RACK_LABEL, NodeSpec
 
 from tests.integration.gang_audit import PodLedger, accepted_bindings, pod_requests
@@ -119,7 +122,9 @@ def node_specs(cpus: list[int], racks: int) -> list[NodeSpec]:
     ]
 
 
-def pod_obj(name: str, cpu_m: int, cls: str, group: str = "", node: str = "") -> dict[str, Any]:
+def pod_obj(
+    name: str, cpu_m: int, cls: str, group: str = "", node: str = "", grace: int | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulerName": "troupe-scheduler",
         "priorityClassName": cls,
@@ -131,6 +136,8 @@ def pod_obj(name: str, cpu_m: int, cls: str, group: str = "", node: str = "") ->
         spec["schedulingGroup"] = {"podGroupName": group}
     if node:
         spec["nodeName"] = node
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -439,23 +446,34 @@ async def one_gang(
     high: HighCfg,
     keep: dict[str, int] | None = None,
     timeout: float = 20.0,
+    no_kubelet: str = "",
+    grace: int | None = None,
+    classes: dict[str, str] | None = None,
 ) -> tuple[bool, Snapshot, Snapshot, dict[str, dict[str, Any]]]:
     """A cluster of ``cpus`` whose low pods are bound from the start (``groups``:
-    name -> (all mode, millicores, node of each member), class ``lowest``;
-    ``singles``: node -> 500m ``lowest`` pods there; ``keep``: node -> millicores of
-    one ``low`` pod there, above the cheapest victims), then the gang ``h0``:
-    (settled within ``timeout``, before, after, evicted)."""
+    name -> (all mode, millicores, node of each member), class ``lowest`` unless
+    ``classes`` names another;
+    ``singles``: node -> 500m ``lowest`` pods there, with ``grace`` seconds of
+    termination grace; ``keep``: node -> millicores of one ``low`` pod there, above
+    the cheapest victims; ``no_kubelet``: a node whose kubelet is down, so that its
+    pods' deletes are finished by the server once their grace is over), then the gang
+    ``h0``: (settled within ``timeout``, before, after, evicted)."""
     async with SimCluster(node_specs(cpus, racks), bookmark_interval=0.5) as cluster:
         priority_classes(cluster)
+        if no_kubelet:
+            node = cluster.store.get("nodes", no_kubelet)
+            node["metadata"]["annotations"] = {KUBELET_ANNOTATION: NO_KUBELET}
+            cluster.store.update("nodes", node)
         for group, (all_mode, cpu_m, nodes) in groups.items():
             extra = {"disruptionMode": {"all": {}}} if all_mode else {}
-            cluster.store.create(PODGROUPS, group_obj(group, len(nodes), "lowest", **extra))
+            cls = (classes or {}).get(group, "lowest")
+            cluster.store.create(PODGROUPS, group_obj(group, len(nodes), cls, **extra))
             for i, node in enumerate(nodes):
-                cluster.store.create("pods", pod_obj(f"{group}-{i}", cpu_m, "lowest", group, node))
+                cluster.store.create("pods", pod_obj(f"{group}-{i}", cpu_m, cls, group, node))
         for node, count in singles.items():
             for i in range(count):
                 cluster.store.create(
-                    "pods", pod_obj(f"top-{node}-{i}", TOP_UP_M, "lowest", "", node)
+                    "pods", pod_obj(f"top-{node}-{i}", TOP_UP_M, "lowest", "", node, grace)
                 )
         for node, cpu_m in (keep or {}).items():
             cluster.store.create("pods", pod_obj(f"keep-{node}", cpu_m, "low", "", node))
@@ -484,6 +502,49 @@ async def test_room_freed_by_a_whole_group_victim_is_not_paid_for_twice() -> Non
     )
     assert settled and len(after.members("h0")) == 2
     unit = lambda v: "g" if v.startswith("g-") else v  # noqa: E731
+    check_needed("h0", units_of(evicted, before, unit), after)
+
+
+async def test_a_gang_waits_for_its_victims_rather_than_take_room_freed_elsewhere() -> None:
+    # As above, but n2's kubelet is down: its singles stay terminating for their
+    # 3 s of grace, while g's pods on n0 and n1 are gone at once. The gang is held to
+    # n1 and n2, where its preemption nominated it, until the singles are gone; it
+    # must not bind to n1 and n0 meanwhile.
+    settled, before, after, evicted = await one_gang(
+        [4, 4, 4],
+        0,
+        {"g": (True, 3000, ["n0-0", "n1-0"])},
+        {"n2-0": 8},
+        HighCfg(size=2, min_count=2, cpu_m=2000, rack=False),
+        keep={"n0-0": 1000},
+        no_kubelet="n2-0",
+        grace=3,
+    )
+    assert settled and sorted(after.members("h0").values()) == ["n1-0", "n2-0"]
+    unit = lambda v: "g" if v.startswith("g-") else v  # noqa: E731
+    check_needed("h0", units_of(evicted, before, unit), after)
+
+
+async def test_a_rack_gang_binds_in_the_rack_it_preempted_in() -> None:
+    # Racks r0 = n0, n3; r1 = n1, n4; r2 = n2; every node full. A gang of 5 x 1 cpu in
+    # one rack is nominated to r1 (n4: 3, n1: 2), evicting l0 whole, l1 whole and
+    # on n1 l2-1 and two singles. l0's and l1's going frees r0 as much: once every
+    # victim is gone the topology score would prefer r0, leaving l2-1 and the
+    # singles on n1 evicted for nothing. The gang binds in r1.
+    settled, before, after, evicted = await one_gang(
+        [3, 2, 2, 5, 4],
+        3,
+        {
+            "l0": (True, 2000, ["n4-0", "n0-0", "n3-0"]),
+            "l1": (True, 2000, ["n3-0", "n4-0"]),
+            "l2": (False, 1000, ["n0-0", "n1-0", "n2-0", "n3-0"]),
+        },
+        {"n1-0": 2, "n2-0": 2},
+        HighCfg(size=5, min_count=5, cpu_m=1000, rack=True),
+        classes={"l1": "low", "l2": "low"},
+    )
+    assert settled and len(after.members("h0")) == 5
+    unit = lambda v: v.rsplit("-", 1)[0] if v[:2] in ("l0", "l1") else v  # noqa: E731
     check_needed("h0", units_of(evicted, before, unit), after)
 
 

@@ -314,6 +314,7 @@ class PodSpec(KubeModel):
     scheduling_gates: list[PodSchedulingGate] = Field(default_factory=list)
     topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
     host_network: bool = False
+    termination_grace_period_seconds: int | None = None
     workload_ref: WorkloadReference | None = None
     scheduling_group: SchedulingGroup | None = None
 

@@ -97,6 +97,37 @@ async def test_a_high_priority_gang_of_4_on_a_full_cluster_evicts_what_it_needs_
     await h.close()
 
 
+async def test_a_gang_is_held_to_its_nominated_nodes_while_its_victims_terminate() -> None:
+    # n5 (8 cpu) is full of pods the gang may not evict; the gang evicts on n1-n4.
+    # Then n5's pods finish before any victim is gone: the gang could bind there whole,
+    # but the victims on n1-n4 would then have been evicted for nothing. It waits for
+    # them, for at most their grace period (30 s by default) and 30 s more.
+    h = Harness()
+    keepers = [running(f"n5-{i}", "n5", cpu="2", priority=1000) for i in range(4)]
+    h.nodes([node(n).obj() for n in NODES] + [node("n5", cpu="8").obj()])
+    h.pods(filler() + keepers)
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("g", 4))
+    h.pods(gang())
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    assert len(h.client.deletions) == 8
+    for pod in keepers:
+        h.handlers.on_pod_delete(pod)
+    await h.advance(10)
+    await h.settle()
+    assert h.client.bindings == []
+    assert h.client.conditions["default/g-0"].message.endswith(
+        "preemption: waiting for 8 preempted pod(s) to terminate"
+    )
+    assert "no room yet on node" in h.client.conditions["default/g-0"].message
+    # The hold has run out and the victims are still there: n5 it is.
+    await h.advance(400)
+    await h.settle()
+    assert sorted(dict(h.client.bindings).values()) == ["n5"] * 4
+    assert len(h.client.deletions) == 8
+    await h.close()
+
+
 async def test_a_gang_that_cannot_fit_even_with_every_victim_gone_evicts_nothing() -> None:
     metrics = SchedulerMetrics.for_process()
     h = setup(filler(), metrics)

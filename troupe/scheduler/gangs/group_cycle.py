@@ -22,7 +22,8 @@ does not yield until it has decided),
    Below quorum, before the group goes back, a gang that outranks running pods may
    preempt as a whole (``troupe.scheduler.gangs.preemption``, KEP-5710): victims are
    evicted only if the whole gang then fits, and the attempt counts as
-   ``waiting_on_preemption``.
+   ``waiting_on_preemption``. Until those victims are gone the gang is placed only
+   on the nodes its preemption nominated (``GangPreemption.held_to``).
 
 Binding N pods is not atomic in Kubernetes. troupe never starts binding a gang
 unless its quorum is placed; if a binding then fails for good (the API refuses it)
@@ -59,7 +60,7 @@ from troupe.scheduler.gangs.report import (
     REASON_UNSCHEDULABLE,
     GangReporter,
 )
-from troupe.scheduler.gangs.topology import TopologyPlacer
+from troupe.scheduler.gangs.topology import TopologyAttempt, TopologyPlacer
 from troupe.scheduler.observe.explain import Explanations, Record, member_entry
 from troupe.scheduler.observe.stats import AttemptStats
 
@@ -153,7 +154,9 @@ class GroupCycle:
         already = self.groups.placed_count(ref.key)
         tree = policy.tree
         before = self.groups.leaf_placed(tree) if tree is not None else {}
-        attempt = self.topology.place(fwk, ref, policy, members, already)
+        attempt = self._place_held(fwk, entity, policy, members, already)
+        if attempt is None:
+            attempt = self.topology.place(fwk, ref, policy, members, already)
         placed, failures, shortfall = attempt.placed, attempt.failures, attempt.shortfall
         held_back: list[Placement] = []
         state = attempt.state
@@ -231,6 +234,27 @@ class GroupCycle:
         for p in placed:
             await self.bindings.acquire()
             self.admission.spawn(fwk, p, start, admission)
+
+    def _place_held(
+        self,
+        fwk: Framework,
+        entity: QueuedGroupInfo,
+        policy: GangPolicy,
+        members: list[PodInfo],
+        already: int,
+    ) -> TopologyAttempt | None:
+        """A gang that preempted goes where its preemption nominated it: there when
+        its quorum fits, else (victims still terminating) nowhere yet. None: placed as
+        any gang (no hold, or the victims are gone and the nominated nodes no longer
+        hold it)."""
+        held = self.preemption.held_to(entity) if policy.tree is None else {}
+        if not held:
+            return None
+        attempt = TopologyAttempt(*self.placer.place_held(fwk, members, held))
+        if already + len(attempt.placed) < policy.min_count and not self.preemption.waiting(entity):
+            self.placer.revert(fwk, attempt.placed)
+            return None
+        return attempt
 
     # --- telling the user ------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ revert. ``place_quorum`` is the dry run of gang preemption
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,29 +165,64 @@ class GangPlacer:
         there (upstream's nominated-node shortcut): the gang binds on the room its
         victims left, not on room it did not pay for. Returns the others."""
         rest: list[PodInfo] = []
-        table = self.cache.table
         for info in members:
             node = self.algorithm.nominated_node(info)
-            slot = table.slot(node) if node else None
-            within = self.algorithm.within
-            if slot is None or not table.present[slot] or (within is not None and not within[slot]):
-                rest.append(info)
-                continue
-            state = self.algorithm.new_cycle_state()
-            pre, status = fwk.run_pre_filter(state, info, table)
-            allowed = pre is None or pre.node_names is None or node in pre.node_names
-            if not status.is_success or not allowed:
-                rest.append(info)
-                continue
-            only = np.zeros(table.capacity, dtype=bool)
-            only[slot] = True
-            outcome = fwk.run_filter(state, info, table, only)
-            if not outcome.status.is_success or not outcome.feasible[slot]:
+            state = self._fits_on(fwk, info, node) if node else None
+            if state is None:
                 rest.append(info)
                 continue
             assert node is not None
             self._reserve(fwk, Placement(info, state, ScheduleResult(node, 1, 1)), placed, failures)
         return rest
+
+    def place_held(
+        self, fwk: Framework, members: list[PodInfo], nodes: Mapping[str, str]
+    ) -> tuple[list[Placement], list[Failure]]:
+        """Each member of ``nodes`` on its node, if it fits there, and nowhere else;
+        members not in ``nodes`` are left alone (a gang held to the placement its
+        preemption paid for, ``troupe.scheduler.gangs.preemption``)."""
+        placed: list[Placement] = []
+        failures: list[Failure] = []
+        outer = self.algorithm.within
+        self.algorithm.within = None
+        try:
+            for info in members:
+                node = nodes.get(info.key)
+                if node is None:
+                    continue
+                state = self._fits_on(fwk, info, node)
+                if state is None:
+                    why = f"no room yet on node {node}, where its gang's preemption nominated it"
+                    failures.append((info, Status.unschedulable(why), None))
+                    continue
+                result = ScheduleResult(node, 1, 1)
+                self._reserve(fwk, Placement(info, state, result), placed, failures)
+        except BaseException:
+            self.revert(fwk, placed)
+            raise
+        finally:
+            self.algorithm.within = outer
+        return placed, failures
+
+    def _fits_on(self, fwk: Framework, info: PodInfo, node: str) -> CycleState | None:
+        """The member's cycle state if it passes PreFilter and Filter on ``node`` (and
+        ``node`` is inside the placement being tried); None if not."""
+        table = self.cache.table
+        slot = table.slot(node)
+        within = self.algorithm.within
+        if slot is None or not table.present[slot] or (within is not None and not within[slot]):
+            return None
+        state = self.algorithm.new_cycle_state()
+        pre, status = fwk.run_pre_filter(state, info, table)
+        allowed = pre is None or pre.node_names is None or node in pre.node_names
+        if not status.is_success or not allowed:
+            return None
+        only = np.zeros(table.capacity, dtype=bool)
+        only[slot] = True
+        outcome = fwk.run_filter(state, info, table, only)
+        if not outcome.status.is_success or not outcome.feasible[slot]:
+            return None
+        return state
 
     def revert(self, fwk: Framework, placed: list[Placement]) -> None:
         """Undo every placement, last first."""

@@ -15,6 +15,14 @@ attempt's placements. In the same snapshot (the cycle does not yield):
    evicts every victim, and victim groups evicted whole get ``DisruptionTarget``.
    The gang binds in a later cycle, once the victims are gone; nothing binds in this
    one.
+4. **Hold**: the gang goes to the nodes its plan nominated (``held_to``) when they
+   hold its quorum, and while the victims are still terminating it goes nowhere
+   else: it waits. Room the evictions free elsewhere first (an ``all`` victim group
+   spread over several domains), or a domain the topology score now prefers, would
+   otherwise take it, and the victims on its nominated nodes would have been evicted
+   for nothing. The hold ends when the gang is admitted, or at the latest the
+   victims' longest grace period plus ``HOLD_SLACK_SECONDS`` after the evictions (a
+   victim stuck terminating does not hold the gang forever).
 
 See docs/preemption.md, "Gangs".
 """
@@ -41,6 +49,11 @@ from troupe.scheduler.cycle.failure import failure_message
 from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.gangs.directory import GangDirectory
 
+# How much longer than its victims' longest grace period a gang is held to its
+# nominated nodes; a victim with no grace period of its own has upstream's 30 s.
+HOLD_SLACK_SECONDS = 30.0
+DEFAULT_GRACE_SECONDS = 30
+
 Result = Literal["preempted", "unschedulable", "rejected", "waiting", "never", "error"]
 
 # (member key -> node) of a placement reaching quorum, or None; and members placed.
@@ -55,6 +68,15 @@ class PreemptionOutcome:
     plan: DisruptionPlan | None = None
 
 
+@dataclass(slots=True)
+class _Pending:
+    """A gang's last preemption, until its victims are gone."""
+
+    victims: list[tuple[str, str]]  # (key, uid)
+    nominated: dict[str, str]  # member key -> node
+    hold_until: float  # on the monotonic clock
+
+
 class GangPreemption:
     def __init__(
         self,
@@ -67,6 +89,7 @@ class GangPreemption:
         place: PlaceFn,
         in_place: Callable[[Framework, list[PodInfo]], bool] | None = None,
         disrupted: Callable[[GroupRef, str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._preemptions = preemptions
         self._cache = cache
@@ -77,27 +100,50 @@ class GangPreemption:
         self._in_place = in_place
         # Told of each victim group evicted as a whole (its DisruptionTarget condition).
         self._disrupted = disrupted
-        # The victims (key, uid) of each gang's last preemption, until they are gone.
-        self._victims: dict[GroupKey, list[tuple[str, str]]] = {}
+        self._clock = clock
+        # Each gang's last preemption, until its victims are gone.
+        self._pending: dict[GroupKey, _Pending] = {}
 
     def forget(self, key: GroupKey) -> None:
         """The gang was admitted: its preemption is over."""
-        self._victims.pop(key, None)
+        self._pending.pop(key, None)
 
     def waiting(self, entity: QueuedGroupInfo) -> int:
         """How many victims of the gang's last preemption are still there (at least 1
         while its evictions are being sent); 0 when it may preempt again."""
+        pending = self._pending.get(entity.ref.key)
         if self._preemptions.in_flight_group(entity.ref):
-            return max(1, len(self._victims.get(entity.ref.key, ())))
-        pending = self._victims.get(entity.ref.key)
-        if not pending:
+            return max(1, len(pending.victims) if pending is not None else 0)
+        if pending is None:
             return 0
-        left = [(k, uid) for k, uid in pending if self._cache.uid_of(k) == uid]
-        if left:
-            self._victims[entity.ref.key] = left
-        else:
-            del self._victims[entity.ref.key]
-        return len(left)
+        if pending.victims:
+            pending.victims = [
+                (k, uid) for k, uid in pending.victims if self._cache.uid_of(k) == uid
+            ]
+        return len(pending.victims)
+
+    def held_to(self, entity: QueuedGroupInfo) -> dict[str, str]:
+        """Where the gang's last preemption nominated its members (member key ->
+        node), until the gang is admitted or the hold runs out; empty when the gang
+        is free to go anywhere."""
+        pending = self._pending.get(entity.ref.key)
+        if pending is None:
+            return {}
+        if self._clock() >= pending.hold_until:
+            if not self.waiting(entity):
+                del self._pending[entity.ref.key]
+            return {}
+        return pending.nominated
+
+    def _sweep(self) -> None:
+        """Forget preemptions whose hold ran out and whose victims are gone (a gang
+        deleted before it was admitted is never asked again)."""
+        now = self._clock()
+        for key, pending in list(self._pending.items()):
+            if now >= pending.hold_until and not any(
+                self._cache.uid_of(k) == uid for k, uid in pending.victims
+            ):
+                del self._pending[key]
 
     def attempt(
         self,
@@ -155,7 +201,21 @@ class GangPreemption:
                 "rejected", f"preemption refused: {failure_message(permit, None)}"
             )
         self._preemptions.workload_attempt("preempted", seconds, plan.reprieved)
-        self._victims[entity.ref.key] = [(v.key, v.pod.metadata.uid) for v in plan.victims]
+        grace = max(
+            (
+                v.pod.spec.termination_grace_period_seconds
+                if v.pod.spec.termination_grace_period_seconds is not None
+                else DEFAULT_GRACE_SECONDS
+                for v in plan.victims
+            ),
+            default=0,
+        )
+        self._sweep()
+        self._pending[entity.ref.key] = _Pending(
+            [(v.key, v.pod.metadata.uid) for v in plan.victims],
+            dict(plan.nominated),
+            self._clock() + grace + HOLD_SLACK_SECONDS,
+        )
         self._preemptions.actuate_group(fwk.name, entity.ref, entity.priority, entity.members, plan)
         if self._disrupted is not None:
             for victim in plan.whole_groups:

@@ -216,6 +216,7 @@ class Scheduler:
                 place=topology.place_quorum,
                 in_place=topology.in_place,
                 disrupted=report.disruption_target,
+                clock=clock.now,
             ),
             admission=GangAdmission(
                 binding=self.binding, queue=self.queue, groups=self.groups, report=report
