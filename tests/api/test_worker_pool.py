@@ -109,3 +109,45 @@ async def test_a_cancelled_acquire_takes_no_slot() -> None:
     pool.spawn(asyncio.sleep(0))  # the held slot's coroutine ends and frees it
     assert await pool.drain(timeout=1)
     await asyncio.wait_for(pool.acquire(), 1)
+
+
+async def test_a_full_pool_with_refill_wakes_its_waiter_once_a_batch_is_free() -> None:
+    pool = WorkerPool("binding", limit=8, refill=4)
+    gates = [asyncio.Event() for _ in range(8)]
+
+    async def job(i: int) -> None:
+        await gates[i].wait()
+
+    for i in range(8):
+        await pool.acquire()
+        pool.spawn(job(i))
+    waiter = asyncio.create_task(pool.acquire())
+    await asyncio.sleep(0)  # waiting before any slot frees
+    for i in range(3):
+        gates[i].set()
+        await asyncio.sleep(0.01)
+        assert not waiter.done(), f"woken with {i + 1} free slot(s)"
+    gates[3].set()
+    await asyncio.wait_for(waiter, 1)
+    # The rest of the batch is taken without waiting.
+    for _ in range(3):
+        await asyncio.wait_for(pool.acquire(), 0.01)
+    for gate in gates:
+        gate.set()
+    assert await pool.drain(timeout=1)
+
+
+async def test_a_refill_waiter_is_woken_when_nothing_is_left_running() -> None:
+    # Two slots held but never spawned: the last running coroutine ending wakes the
+    # waiter with fewer free slots than the refill, rather than never.
+    pool = WorkerPool("binding", limit=4, refill=4)
+    for _ in range(3):
+        await pool.acquire()
+    gate = asyncio.Event()
+    await pool.acquire()
+    pool.spawn(gate.wait())
+    waiter = asyncio.create_task(pool.acquire())
+    await asyncio.sleep(0.01)
+    assert not waiter.done()
+    gate.set()
+    await asyncio.wait_for(waiter, 1)

@@ -83,7 +83,10 @@ class Scheduler:
         self.groups = groups if groups is not None else GangDirectory()
         self.cache = Cache(clock, assumed_ttl=config.assumed_pod_ttl_seconds, listener=self.groups)
         self.background = TaskSupervisor("background")
-        self.bindings = WorkerPool("binding", limit=config.binding_concurrency)
+        # With every slot taken, the loop goes on once a quarter of them are free:
+        # their bindings then leave together (troupe.api.tasks.WorkerPool).
+        limit = config.binding_concurrency
+        self.bindings = WorkerPool("binding", limit=limit, refill=max(1, limit // 4))
         self.waiting = WaitingPods(clock, self.background)
         self.stats = stats if stats is not None else AttemptStats()
         self.metrics = metrics
