@@ -21,6 +21,11 @@ all the work per pod, however much of it overlapped the burst (a slow burst lets
 events start within it). ``--profile-server FILE`` writes a cProfile of the
 troupe run's API server to FILE.
 
+``--paced`` adds a third run: the bind-only client again, on a fresh server, held to
+the pace troupe reached (its rate limiter at troupe's pods/s with a burst of 8), so
+that the server's CPU per pod at that pace (``paced_bind_only_server_cpu_us_per_pod``)
+can be told apart from what the troupe run adds.
+
 ``--callgrind``, with the bench itself run under ``valgrind --tool=callgrind
 --instr-atstart=no``, counts the scheduler's instructions over the troupe burst
 only (``callgrind_control`` switches the instrumentation on at the first pop and off
@@ -62,6 +67,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", action="store_true", help="cProfile the troupe run")
     p.add_argument("--profile-server", default="", help="cProfile the troupe run's API server")
     p.add_argument("--qps", type=float, default=100_000.0, help="client write limit, both runs")
+    p.add_argument(
+        "--paced",
+        action="store_true",
+        help="also run bind-only held to troupe's pace, to compare the server's CPU per pod",
+    )
     p.add_argument(
         "--callgrind",
         action="store_true",
@@ -146,15 +156,24 @@ async def troupe_run(
     }
 
 
+# The paced bind-only run's token bucket: a few requests at once, as troupe sends them.
+PACED_BURST = 8
+
+
 async def bind_only(
-    args: argparse.Namespace, kubeconfig: Path, server: ServerProcess
+    args: argparse.Namespace,
+    kubeconfig: Path,
+    server: ServerProcess,
+    pace: float | None = None,
 ) -> dict[str, float]:
+    """Post the bindings with no scheduling at all; ``pace``: at most that many per
+    second (with a burst of ``PACED_BURST``), else as fast as the server takes them."""
     api = await connect(str(kubeconfig), None, False, pool_size=args.concurrency)
     client = KubeClient(
         api,
         RealClock(),
-        qps=args.qps,
-        burst=int(args.qps),
+        qps=pace or args.qps,
+        burst=PACED_BURST if pace else int(args.qps),
         scheduler_name="bench",
         instance="bench",
     )
@@ -205,6 +224,15 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
             return {"pods": args.pods, "pods_per_second": round(troupe["pods_per_second"], 1)}
         async with ServerProcess(server_argv(args), kubeconfig) as server:
             limit = await bind_only(args, kubeconfig, server)
+        paced: dict[str, float] = {}
+        if args.paced:
+            async with ServerProcess(server_argv(args), kubeconfig) as server:
+                at = await bind_only(args, kubeconfig, server, troupe["pods_per_second"])
+            paced = {
+                "paced_bind_only_pods_per_second": round(at["pods_per_second"], 1),
+                "paced_bind_only_client_cpu_us_per_pod": round(at["cpu_us_per_pod"], 1),
+                "paced_bind_only_server_cpu_us_per_pod": round(at["server_cpu_us_per_pod"], 1),
+            }
     return {
         "pods": args.pods,
         "nodes": args.nodes,
@@ -223,6 +251,7 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
         "bind_only_client_cpu_us_per_pod": round(limit["cpu_us_per_pod"], 1),
         "bind_only_server_cpu_us_per_pod": round(limit["server_cpu_us_per_pod"], 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        **paced,
     }
 
 
