@@ -116,10 +116,11 @@ async def test_a_gang_is_held_to_its_nominated_nodes_while_its_victims_terminate
     await h.advance(10)
     await h.settle()
     assert h.client.bindings == []
-    assert h.client.conditions["default/g-0"].message.endswith(
-        "preemption: waiting for 8 preempted pod(s) to terminate"
+    assert h.client.conditions["default/g-0"].message == (
+        "gang default/g: 0 of 4 required pods fit; on the node its gang's preemption "
+        "nominated: no room there yet (NodeResourcesFit); preemption: waiting for 8 "
+        "preempted pod(s) to terminate"
     )
-    assert "no room yet on node" in h.client.conditions["default/g-0"].message
     # The hold has run out and the victims are still there: n5 it is.
     await h.advance(400)
     await h.settle()

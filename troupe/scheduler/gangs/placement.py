@@ -30,7 +30,7 @@ from troupe.api.framework import Diagnosis
 from troupe.api.gangs import GangPolicy, GroupRef
 from troupe.api.nodetable import BoolArray
 from troupe.api.podinfo import PodInfo
-from troupe.api.status import Status
+from troupe.api.status import Code, Status
 from troupe.queue.entity import QueuedGroupInfo
 from troupe.scheduler.cycle.algorithm import PodAlgorithm
 from troupe.scheduler.cycle.batch_placer import BatchPlacer, runs
@@ -167,7 +167,7 @@ class GangPlacer:
         rest: list[PodInfo] = []
         for info in members:
             node = self.algorithm.nominated_node(info)
-            state = self._fits_on(fwk, info, node) if node else None
+            state = self._fits_on(fwk, info, node)[0] if node else None
             if state is None:
                 rest.append(info)
                 continue
@@ -190,10 +190,11 @@ class GangPlacer:
                 node = nodes.get(info.key)
                 if node is None:
                     continue
-                state = self._fits_on(fwk, info, node)
+                state, status = self._fits_on(fwk, info, node)
                 if state is None:
-                    why = f"no room yet on node {node}, where its gang's preemption nominated it"
-                    failures.append((info, Status.unschedulable(why), None))
+                    if status.code is not Code.ERROR:
+                        status = status.wrapped("on the node its gang's preemption nominated")
+                    failures.append((info, status, None))
                     continue
                 result = ScheduleResult(node, 1, 1)
                 self._reserve(fwk, Placement(info, state, result), placed, failures)
@@ -204,25 +205,35 @@ class GangPlacer:
             self.algorithm.within = outer
         return placed, failures
 
-    def _fits_on(self, fwk: Framework, info: PodInfo, node: str) -> CycleState | None:
+    def _fits_on(
+        self, fwk: Framework, info: PodInfo, node: str
+    ) -> tuple[CycleState | None, Status]:
         """The member's cycle state if it passes PreFilter and Filter on ``node`` (and
-        ``node`` is inside the placement being tried); None if not."""
+        ``node`` is inside the placement being tried); else None and why not (in words
+        that do not name the node, so that members' reasons group)."""
         table = self.cache.table
         slot = table.slot(node)
         within = self.algorithm.within
-        if slot is None or not table.present[slot] or (within is not None and not within[slot]):
-            return None
+        if slot is None or not table.present[slot]:
+            return None, Status.unschedulable("the node is gone")
+        if within is not None and not within[slot]:
+            return None, Status.unschedulable("the node is outside the placement")
         state = self.algorithm.new_cycle_state()
         pre, status = fwk.run_pre_filter(state, info, table)
-        allowed = pre is None or pre.node_names is None or node in pre.node_names
-        if not status.is_success or not allowed:
-            return None
+        if not status.is_success:
+            return None, status
+        if pre is not None and pre.node_names is not None and node not in pre.node_names:
+            return None, Status.unschedulable("PreFilter leaves the node out")
         only = np.zeros(table.capacity, dtype=bool)
         only[slot] = True
         outcome = fwk.run_filter(state, info, table, only)
-        if not outcome.status.is_success or not outcome.feasible[slot]:
-            return None
-        return state
+        if not outcome.status.is_success:
+            return None, outcome.status
+        if not outcome.feasible[slot]:
+            plugins = [name for name, _, rejected in outcome.rejected_by if rejected[slot]]
+            why = "no room there yet" + (f" ({', '.join(plugins)})" if plugins else "")
+            return None, Status.unschedulable(why, plugin=plugins[0] if plugins else "")
+        return state, outcome.status
 
     def revert(self, fwk: Framework, placed: list[Placement]) -> None:
         """Undo every placement, last first."""
