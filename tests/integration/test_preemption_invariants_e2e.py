@@ -486,12 +486,12 @@ async def one_gang(
             return settled, before, Snapshot.of(cluster), evictions.preempted()
 
 
-async def test_room_freed_by_a_whole_group_victim_is_not_paid_for_twice() -> None:
-    # n0 (4 cpu): a `low` pod of 1 cpu and g-0; n1 (4 cpu): g-1; n2 (4 cpu): 8
-    # singles. The gang (2 x 2 cpu) is nominated to n1 and n2: g (2 x 3 cpu)
-    # goes whole for n1, 4 singles for n2. g's going frees n0 too, and the gang binds
-    # to n1 and n0, not where nominated: the singles of n2 were not needed (evicting g
-    # alone would have done).
+async def whole_group_victim_frees_more(**options: Any) -> Snapshot:
+    """n0 (4 cpu): a `low` pod of 1 cpu and g-0; n1 (4 cpu): g-1; n2 (4 cpu): 8
+    singles. The gang (2 x 2 cpu) is nominated to n1 and n2: g (2 x 3 cpu) goes whole
+    for n1, 4 singles for n2, and g's going frees n0 too. Checks that the gang bound
+    and needed every victim; returns the cluster after (``options``: for
+    ``one_gang``)."""
     settled, before, after, evicted = await one_gang(
         [4, 4, 4],
         0,
@@ -499,30 +499,26 @@ async def test_room_freed_by_a_whole_group_victim_is_not_paid_for_twice() -> Non
         {"n2-0": 8},
         HighCfg(size=2, min_count=2, cpu_m=2000, rack=False),
         keep={"n0-0": 1000},
+        **options,
     )
     assert settled and len(after.members("h0")) == 2
     unit = lambda v: "g" if v.startswith("g-") else v  # noqa: E731
     check_needed("h0", units_of(evicted, before, unit), after)
+    return after
+
+
+async def test_room_freed_by_a_whole_group_victim_is_not_paid_for_twice() -> None:
+    # The gang must not bind to n1 and n0: the singles of n2 would not have been
+    # needed (evicting g alone would have done).
+    await whole_group_victim_frees_more()
 
 
 async def test_a_gang_waits_for_its_victims_rather_than_take_room_freed_elsewhere() -> None:
-    # As above, but n2's kubelet is down: its singles stay terminating for their
-    # 3 s of grace, while g's pods on n0 and n1 are gone at once. The gang is held to
-    # n1 and n2, where its preemption nominated it, until the singles are gone; it
-    # must not bind to n1 and n0 meanwhile.
-    settled, before, after, evicted = await one_gang(
-        [4, 4, 4],
-        0,
-        {"g": (True, 3000, ["n0-0", "n1-0"])},
-        {"n2-0": 8},
-        HighCfg(size=2, min_count=2, cpu_m=2000, rack=False),
-        keep={"n0-0": 1000},
-        no_kubelet="n2-0",
-        grace=3,
-    )
-    assert settled and sorted(after.members("h0").values()) == ["n1-0", "n2-0"]
-    unit = lambda v: "g" if v.startswith("g-") else v  # noqa: E731
-    check_needed("h0", units_of(evicted, before, unit), after)
+    # n2's kubelet is down: its singles stay terminating for their 3 s of grace,
+    # while g's pods on n0 and n1 are gone at once. The gang is held to n1 and n2,
+    # where its preemption nominated it, until the singles are gone.
+    after = await whole_group_victim_frees_more(no_kubelet="n2-0", grace=3)
+    assert sorted(after.members("h0").values()) == ["n1-0", "n2-0"]
 
 
 async def test_a_rack_gang_binds_in_the_rack_it_preempted_in() -> None:
