@@ -129,6 +129,33 @@ async def test_a_gang_is_held_to_its_nominated_nodes_while_its_victims_terminate
     await h.close()
 
 
+async def test_a_deleted_gang_s_preemption_is_not_kept_past_its_hold() -> None:
+    h = setup(filler())
+    members = gang()
+    h.pods(members)
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    preemption = h.scheduler.group_cycle.preemption
+    assert len(h.client.deletions) == 8 and preemption.kept == 1
+    # The gang goes before it binds, and so do its victims.
+    for pod in members:
+        h.handlers.on_pod_delete(pod)
+    h.handlers.on_group_delete(GangApi.COSCHEDULING, coscheduling_group("g", 4))
+    for pod in filler():
+        if pod.key in h.client.deletions:
+            h.handlers.on_pod_delete(pod)
+    await h.advance(100)
+    await h.settle()
+    assert preemption.kept == 1  # nobody asked about it since
+    # The next gang admitted sweeps it away.
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("small", 2))
+    h.pods(gang("small", size=2, cpu="1"))
+    await h.settle()
+    assert len(h.client.bindings) == 2
+    assert preemption.kept == 0
+    await h.close()
+
+
 async def test_a_gang_that_cannot_fit_even_with_every_victim_gone_evicts_nothing() -> None:
     metrics = SchedulerMetrics.for_process()
     h = setup(filler(), metrics)

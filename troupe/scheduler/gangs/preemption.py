@@ -107,6 +107,13 @@ class GangPreemption:
     def forget(self, key: GroupKey) -> None:
         """The gang was admitted: its preemption is over."""
         self._pending.pop(key, None)
+        if self._pending:
+            self._sweep()
+
+    @property
+    def kept(self) -> int:
+        """How many gangs' preemptions are kept (held, or victims not yet gone)."""
+        return len(self._pending)
 
     def waiting(self, entity: QueuedGroupInfo) -> int:
         """How many victims of the gang's last preemption are still there (at least 1
