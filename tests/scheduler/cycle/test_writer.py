@@ -165,3 +165,30 @@ async def test_an_event_waits_for_bindings_at_most_the_hold_time() -> None:
     assert client.events == ["old", "new"]
     never.set()
     await bindings.drain()
+
+
+async def test_a_scheduled_event_is_built_when_written_in_order_with_the_others() -> None:
+    recorded: list[Event] = []
+
+    class Recorder(SlowClient):
+        async def record_event(self, event: Event) -> None:
+            recorded.append(event)
+
+    writer = BackgroundWriter(Recorder(), TaskSupervisor("t"))  # type: ignore[arg-type]
+    pod = make_pod().name("p").uid("uid-p").obj()
+    writer.event(event("before"))
+    writer.scheduled(pod, "node-1", "my-scheduler")
+    writer.event(event("after"))
+    assert await writer.flush(timeout=1)
+    assert recorded == [
+        event("before"),
+        Event(
+            ObjectRef("Pod", "default", "p", "uid-p"),
+            "Normal",
+            "Scheduled",
+            "Binding",
+            "Successfully assigned default/p to node-1",
+            reporting_controller="my-scheduler",
+        ),
+        event("after"),
+    ]

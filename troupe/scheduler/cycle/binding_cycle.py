@@ -32,7 +32,7 @@ from typing import Any
 
 import structlog
 
-from troupe.api.client import CALL_OFF, ApiError, Event, ObjectRef
+from troupe.api.client import CALL_OFF, ApiError
 from troupe.api.clock import Clock
 from troupe.api.cycle import CycleState
 from troupe.api.events import ASSIGNED_POD_DELETE
@@ -45,7 +45,6 @@ from troupe.scheduler.cache import Cache
 from troupe.scheduler.cycle.failure import FailureReporter
 from troupe.scheduler.cycle.results import ScheduleResult
 from troupe.scheduler.cycle.writer import BackgroundWriter
-from troupe.scheduler.framework.messages import scheduled_message
 from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.framework.waiting_pods import WaitingPod, WaitingPods
 from troupe.scheduler.observe.metrics import SchedulerMetrics
@@ -299,7 +298,6 @@ class BindingCycle:
         self.stats.member_bound(info.key, self.clock.now())
         # Run "postbind" plugins.
         fwk.run_post_bind(state, info, node)
-        m = info.pod.metadata
         log.debug(
             "Successfully bound pod to node",
             pod=info.key,
@@ -307,16 +305,7 @@ class BindingCycle:
             evaluatedNodes=result.evaluated_nodes,
             feasibleNodes=result.feasible_nodes,
         )
-        self.writer.event(
-            Event(
-                ObjectRef.of_pod(info.pod),
-                "Normal",
-                "Scheduled",
-                "Binding",
-                scheduled_message(m.namespace, m.name, node),
-                reporting_controller=fwk.name,
-            )
-        )
+        self.writer.scheduled(info.pod, node, fwk.name)
 
     def binding_failed(
         self,

@@ -30,14 +30,30 @@ from typing import Any
 
 import structlog
 
-from troupe.api.client import Event, SchedulerClient, WriteFenced
+from troupe.api.client import Event, ObjectRef, SchedulerClient, WriteFenced
 from troupe.api.clock import Clock, RealClock
 from troupe.api.objects import Pod, PodCondition
 from troupe.api.tasks import BoundedSupervisor, TaskSupervisor
+from troupe.scheduler.framework.messages import scheduled_message
 
 log = structlog.get_logger("troupe.writer")
 
 _StatusPatch = tuple[Pod, PodCondition | None, str | None]
+# A ``Scheduled`` event not built yet: (pod, node, reporting controller).
+_Scheduled = tuple[Pod, str, str]
+
+
+def scheduled_event(pod: Pod, node: str, controller: str) -> Event:
+    m = pod.metadata
+    return Event(
+        ObjectRef.of_pod(pod),
+        "Normal",
+        "Scheduled",
+        "Binding",
+        scheduled_message(m.namespace, m.name, node),
+        reporting_controller=controller,
+    )
+
 
 EVENT_HOLD_SECONDS = 5.0
 
@@ -65,7 +81,7 @@ class BackgroundWriter:
         self._statuses: OrderedDict[str, _StatusPatch] = OrderedDict()
         # Merge patches of other objects (group status), latest per path.
         self._patches: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._events: deque[tuple[float, Event]] = deque()  # (queued at, event)
+        self._events: deque[tuple[float, Event | _Scheduled]] = deque()  # (queued at, event)
         self._capacity = event_capacity
         self._running = 0
         self._event_writer = False
@@ -85,7 +101,12 @@ class BackgroundWriter:
         self._patches[path] = patch
         self._kick()
 
-    def event(self, event: Event) -> None:
+    def scheduled(self, pod: Pod, node: str, controller: str) -> None:
+        """The ``Scheduled`` event of ``pod``, bound to ``node``: built when it is
+        written, so a burst of bindings does not pay for the events it holds back."""
+        self.event((pod, node, controller))
+
+    def event(self, event: Event | _Scheduled) -> None:
         if len(self._events) >= self._capacity:
             self._events.popleft()
             self.dropped_events += 1
@@ -126,6 +147,8 @@ class BackgroundWriter:
                 if not self._events:
                     break
                 _, event = self._events.popleft()
+                if not isinstance(event, Event):
+                    event = scheduled_event(*event)
                 await self._write(self._client.record_event(event))
         finally:
             self._event_writer = False
