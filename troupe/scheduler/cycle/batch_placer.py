@@ -220,31 +220,34 @@ class BatchPlacer:
 
     def _refresh(self, index: int, slot: int, info: PodInfo) -> None:
         """Node ``slot`` just got a pod: re-check it alone."""
-        assert self.state is not None
+        state = self.state
+        assert state is not None
         table = self.cache.table
-        ok = all(
-            check(self.state, info, table, slot)
-            if check is not None
-            else bool(plugin.filter(self.state, info, table).feasible[slot])
-            for check, plugin in self._filters
-        )
+        ok = True
+        for check, plugin in self._filters:
+            if check is not None:
+                ok = check(state, info, table, slot)
+            else:
+                ok = bool(plugin.filter(state, info, table).feasible[slot])
+            if not ok:
+                break
         if ok:
             # Room nominated to pods of equal or higher priority stays theirs.
-            ok = self.fwk.nominated.fits(self.fwk.filter, self.state, info, table, slot)
+            ok = self.fwk.nominated.fits(self.fwk.filter, state, info, table, slot)
         if not ok:
             self.alive[index] = False
             self.live -= 1
             self.total[index] = _DEAD
             self._moved(index)
             return
-        one = np.array([slot], dtype=np.intp)
         renormalized = False
         for sc in self.scores:
             if sc.node_only:
                 continue
-            value = sc.one(self.state, info, table, slot) if sc.one is not None else None
+            value = sc.one(state, info, table, slot) if sc.one is not None else None
             if value is None:
-                value = sc.plugin.score(self.state, info, table, one)[0]  # type: ignore[attr-defined]
+                one = np.array([slot], dtype=np.intp)
+                value = sc.plugin.score(state, info, table, one)[0]  # type: ignore[attr-defined]
             if value == sc.raw[index]:
                 continue
             sc.raw[index] = value
@@ -253,7 +256,7 @@ class BatchPlacer:
                 sc.weighted[index] += delta
                 self.total[index] += delta
             else:
-                self._weigh(sc, info, self.state)
+                self._weigh(sc, info, state)
                 renormalized = True
         if renormalized:
             total = np.zeros(len(self.slots), dtype=np.int64)
