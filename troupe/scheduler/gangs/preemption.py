@@ -70,7 +70,8 @@ class PreemptionOutcome:
 
 @dataclass(slots=True)
 class _Pending:
-    """A gang's last preemption, until its victims are gone."""
+    """A gang's last preemption: kept until the gang is admitted, or until its hold
+    has run out and its victims are gone."""
 
     victims: list[tuple[str, str]]  # (key, uid)
     nominated: dict[str, str]  # member key -> node
@@ -101,7 +102,7 @@ class GangPreemption:
         # Told of each victim group evicted as a whole (its DisruptionTarget condition).
         self._disrupted = disrupted
         self._clock = clock
-        # Each gang's last preemption, until its victims are gone.
+        # Each gang's last preemption (``_Pending``).
         self._pending: dict[GroupKey, _Pending] = {}
 
     def forget(self, key: GroupKey) -> None:
