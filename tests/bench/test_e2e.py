@@ -1,0 +1,43 @@
+"""``python -m bench e2e``: a tiny run through the real server processes (the figures
+are checked for presence and consistency, never for speed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_tiny_e2e_run_reports_troupe_bind_only_and_the_paced_bind_only_run() -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "e2e",
+            *("--nodes", "20", "--existing-pods", "5", "--pods", "200", "--paced"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["pods"] == 200
+    rate, limit = result["pods_per_second"], result["bind_only_pods_per_second"]
+    assert rate > 0 and limit > 0
+    assert result["ratio"] == round(rate / limit, 3)
+    for key in (
+        "cpu_us_per_pod",
+        "server_cpu_us_per_pod",
+        "bind_only_server_cpu_us_per_pod",
+        "paced_bind_only_client_cpu_us_per_pod",
+        "paced_bind_only_server_cpu_us_per_pod",
+    ):
+        assert result[key] > 0, key
+    # Held to troupe's pace (a burst of 8 beyond it), never much faster.
+    assert 0 < result["paced_bind_only_pods_per_second"] <= rate * 1.5 + 8
