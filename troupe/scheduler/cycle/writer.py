@@ -104,9 +104,12 @@ class BackgroundWriter:
     def scheduled(self, pod: Pod, node: str, controller: str) -> None:
         """The ``Scheduled`` event of ``pod``, bound to ``node``: built when it is
         written, so a burst of bindings does not pay for the events it holds back."""
-        self.event((pod, node, controller))
+        self._queue_event((pod, node, controller))
 
-    def event(self, event: Event | _Scheduled) -> None:
+    def event(self, event: Event) -> None:
+        self._queue_event(event)
+
+    def _queue_event(self, event: Event | _Scheduled) -> None:
         if len(self._events) >= self._capacity:
             self._events.popleft()
             self.dropped_events += 1

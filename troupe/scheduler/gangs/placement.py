@@ -20,7 +20,7 @@ revert. ``place_quorum`` is the dry run of gang preemption
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +39,7 @@ from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.gangs.directory import GangDirectory
 
 Failure = tuple[PodInfo, Status, Diagnosis | None]
+_NO_NODE = Status.unschedulable("no node named for it")
 
 
 def member_order(members: list[PodInfo]) -> list[PodInfo]:
@@ -164,16 +165,8 @@ class GangPlacer:
         """Members a preemption nominated go to their node first when they still fit
         there (upstream's nominated-node shortcut): the gang binds on the room its
         victims left, not on room it did not pay for. Returns the others."""
-        rest: list[PodInfo] = []
-        for info in members:
-            node = self.algorithm.nominated_node(info)
-            state = self._fits_on(fwk, info, node)[0] if node else None
-            if state is None:
-                rest.append(info)
-                continue
-            assert node is not None
-            self._reserve(fwk, Placement(info, state, ScheduleResult(node, 1, 1)), placed, failures)
-        return rest
+        node_of = self.algorithm.nominated_node
+        return [info for info, _ in self._place_on(fwk, members, node_of, placed, failures)]
 
     def place_held(
         self, fwk: Framework, members: list[PodInfo], nodes: Mapping[str, str]
@@ -183,27 +176,45 @@ class GangPlacer:
         preemption paid for, ``troupe.scheduler.gangs.preemption``)."""
         placed: list[Placement] = []
         failures: list[Failure] = []
+        held = [info for info in members if info.key in nodes]
         outer = self.algorithm.within
         self.algorithm.within = None
         try:
-            for info in members:
-                node = nodes.get(info.key)
-                if node is None:
-                    continue
-                state, status = self._fits_on(fwk, info, node)
-                if state is None:
-                    if status.code is not Code.ERROR:
-                        status = status.wrapped("on the node its gang's preemption nominated")
-                    failures.append((info, status, None))
-                    continue
-                result = ScheduleResult(node, 1, 1)
-                self._reserve(fwk, Placement(info, state, result), placed, failures)
+            missed = self._place_on(fwk, held, lambda info: nodes[info.key], placed, failures)
         except BaseException:
             self.revert(fwk, placed)
             raise
         finally:
             self.algorithm.within = outer
+        for info, status in missed:
+            if status.code is not Code.ERROR:
+                status = status.wrapped("on the node its gang's preemption nominated")
+            failures.append((info, status, None))
         return placed, failures
+
+    def _place_on(
+        self,
+        fwk: Framework,
+        members: list[PodInfo],
+        node_of: Callable[[PodInfo], str | None],
+        placed: list[Placement],
+        failures: list[Failure],
+    ) -> list[tuple[PodInfo, Status]]:
+        """Each member on the node ``node_of`` names for it, if it fits there (assumed
+        and reserved); returns the members placed nowhere, with why."""
+        missed: list[tuple[PodInfo, Status]] = []
+        for info in members:
+            node = node_of(info)
+            if not node:
+                missed.append((info, _NO_NODE))
+                continue
+            state, status = self._fits_on(fwk, info, node)
+            if state is None:
+                missed.append((info, status))
+                continue
+            result = ScheduleResult(node, 1, 1)
+            self._reserve(fwk, Placement(info, state, result), placed, failures)
+        return missed
 
     def _fits_on(
         self, fwk: Framework, info: PodInfo, node: str

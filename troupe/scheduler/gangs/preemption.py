@@ -125,21 +125,18 @@ class GangPreemption:
         if pending is None:
             return 0
         if pending.victims:
-            pending.victims = [
-                (k, uid) for k, uid in pending.victims if self._cache.uid_of(k) == uid
-            ]
+            pending.victims = self._still_there(pending.victims)
         return len(pending.victims)
+
+    def _still_there(self, victims: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [(k, uid) for k, uid in victims if self._cache.uid_of(k) == uid]
 
     def held_to(self, entity: QueuedGroupInfo) -> dict[str, str]:
         """Where the gang's last preemption nominated its members (member key ->
         node), until the gang is admitted or the hold runs out; empty when the gang
         is free to go anywhere."""
         pending = self._pending.get(entity.ref.key)
-        if pending is None:
-            return {}
-        if self._clock() >= pending.hold_until:
-            if not self.waiting(entity):
-                del self._pending[entity.ref.key]
+        if pending is None or self._clock() >= pending.hold_until:
             return {}
         return pending.nominated
 
@@ -148,9 +145,7 @@ class GangPreemption:
         deleted before it was admitted is never asked again)."""
         now = self._clock()
         for key, pending in list(self._pending.items()):
-            if now >= pending.hold_until and not any(
-                self._cache.uid_of(k) == uid for k, uid in pending.victims
-            ):
+            if now >= pending.hold_until and not self._still_there(pending.victims):
                 del self._pending[key]
 
     def attempt(
