@@ -233,3 +233,34 @@ async def test_a_replaced_connection_leaves_no_parser_for_the_collector() -> Non
             assert parsers() <= before + 1
         finally:
             gc.enable()
+
+
+async def test_each_request_on_a_kept_connection_times_out_at_its_own_deadline() -> None:
+    """One timer per connection serves every request on it: a request with a later
+    deadline than the one before is not cut short by the earlier deadline, and one
+    with an earlier deadline is not let run to the later one."""
+
+    async def late(req: Request, w: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(0.4)
+        w.write(reply())
+        await w.drain()
+        return True
+
+    async with ScriptedServer({**routes(), "/late": late}) as server:
+        port = urlsplit(server.url).port
+        assert port is not None
+        pool = Http1Pool("127.0.0.1", port, limit=1)
+        loop = asyncio.get_running_loop()
+        try:
+            # Armed for 0.2 s by the first request; the second may take 2 s.
+            assert (await pool.request(get("/ok"), connect_timeout=1.0, timeout=0.2)).status == 200
+            reply_late = await pool.request(get("/late"), connect_timeout=1.0, timeout=2.0)
+            assert reply_late.status == 200
+            assert [r.connection for r in server.requests] == [1, 1]
+            # Now armed for 2 s: a request allowed 0.15 s must fail at 0.15 s.
+            start = loop.time()
+            with pytest.raises(TimeoutError):
+                await pool.request(get("/late"), connect_timeout=1.0, timeout=0.15)
+            assert loop.time() - start < 0.35
+        finally:
+            await pool.close()
