@@ -36,9 +36,10 @@ import asyncio
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, make_dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast
 
+import pydantic.dataclasses
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -52,6 +53,7 @@ from troupe.kube.transport import Transport
 log = structlog.get_logger("troupe.kube.informer")
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 class KubeObject(Protocol):
@@ -82,6 +84,25 @@ class ObjectList(_Envelope, Generic[T]):
 class WatchEvent(_Envelope, Generic[T]):
     type: str
     object: T
+
+
+class _ParsedEvent(Protocol[T_co]):
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def object(self) -> T_co: ...
+
+
+def _event_parser(model: type[T]) -> Callable[[bytes], _ParsedEvent[T]]:
+    """``validate_json`` of a watch event of ``model`` objects: the same fields as
+    ``WatchEvent[model]``, as a slotted pydantic dataclass (no ``BaseModel``
+    instance, its ``__dict__`` and set of fields given, for every event)."""
+    fields: list[tuple[str, Any]] = [("type", str), ("object", model)]
+    envelope = pydantic.dataclasses.dataclass(
+        make_dataclass("WatchEvent", fields, slots=True), config=ConfigDict(extra="ignore")
+    )
+    return cast("Callable[[bytes], _ParsedEvent[T]]", envelope.__pydantic_validator__.validate_json)
 
 
 class StatusObject(_Envelope):
@@ -173,9 +194,7 @@ class Informer(Generic[ObjT]):
         self._list_model = cast(
             "type[ObjectList[ObjT]]", cast(Any, ObjectList).__class_getitem__(model)
         )
-        self._event_model = cast(
-            "type[WatchEvent[ObjT]]", cast(Any, WatchEvent).__class_getitem__(model)
-        )
+        self._parse_event = _event_parser(model)
         self._parse_item = cast("Callable[[object], ObjT]", cast(Any, model).model_validate)
         self.store: dict[str, ObjT] = {}
         self.resource_version = ""
@@ -386,7 +405,7 @@ class Informer(Generic[ObjT]):
     def apply(self, line: bytes) -> None:
         """Apply one watch event line to the store and the handlers."""
         try:
-            event = self._event_model.model_validate_json(line)
+            event = self._parse_event(line)
         except ValidationError as err:
             # An ERROR event carries a Status, whose "status" string is not a valid
             # object status: read it as one (rare path, parsed twice).
