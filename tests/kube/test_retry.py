@@ -44,11 +44,23 @@ class Script:
 
 
 async def run_with_clock(
-    clock: FakeClock, script: Script, policy: RetryPolicy = POLICY
+    clock: FakeClock,
+    script: Script,
+    policy: RetryPolicy = POLICY,
+    first: Response | ApiError | None = None,
+    start: float | None = None,
 ) -> Response | ApiError:
     """Run the retries, advancing the fake clock whenever the call sleeps."""
     task = asyncio.create_task(
-        with_retries(script, policy=policy, clock=clock, rng=random.Random(1), what="test")
+        with_retries(
+            script,
+            policy=policy,
+            clock=clock,
+            rng=random.Random(1),
+            what="test",
+            first=first,
+            start=start,
+        )
     )
     while not task.done():
         await asyncio.sleep(0)
@@ -82,6 +94,25 @@ async def test_what_is_retried(
     status = result.status if isinstance(result, ApiError | Response) else None
     assert status == result_status
     assert len(script.times) == attempts
+
+
+async def test_a_first_attempt_made_by_the_caller_is_attempt_one_of_the_policy() -> None:
+    """``first``: the caller's own first attempt counts against the attempts, and the
+    time budget runs from when it was made."""
+    clock = FakeClock()
+    start = clock.now()
+    clock.advance(5.0)  # the caller's attempt took 5 s and got a 503
+    script = Script(clock, reply(503), reply(503), reply(503), reply(200))
+    result = await run_with_clock(clock, script, first=reply(503), start=start)
+    assert isinstance(result, ResponseError) and result.status == 503
+    assert len(script.times) == POLICY.max_attempts - 1
+    # 5 s gone and a Retry-After of 16: past the 20 s budget, so no second attempt.
+    script = Script(clock, reply(200))
+    start = clock.now()
+    clock.advance(5.0)
+    result = await run_with_clock(clock, script, first=reply(429, retry_after="16"), start=start)
+    assert isinstance(result, ResponseError) and result.status == 429
+    assert script.times == []
 
 
 async def test_retry_after_is_honoured_exactly() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -178,11 +178,20 @@ class KubeClient:
         retry_on_429: bool = True,
         ambiguous: list[ApiError] | None = None,
     ) -> Response:
-        async def attempt() -> Response:
-            await self.limiter.acquire()
-            # A binding called off while it waited for its turn is not sent.
-            raise_if_called_off()
-            return await self.transport.request(method, path, body=body, content_type=content_type)
+        # The first attempt is made here: a write that succeeds at once (nearly all
+        # of them) builds no retry closures and runs no retry loop.
+        start = self._clock.now()
+        first: Response | ApiError
+        try:
+            first = await self._attempt(method, path, body, content_type)
+        except ApiError as exc:
+            first = exc
+        else:
+            if first.ok:
+                return first
+
+        def attempt() -> Awaitable[Response]:
+            return self._attempt(method, path, body, content_type)
 
         def retry_on(err: ApiError) -> bool:
             return err.is_transient and (retry_on_429 or err.status != 429)
@@ -199,7 +208,20 @@ class KubeClient:
             what=what,
             retry_on=retry_on,
             on_failure=on_failure,
+            first=first,
+            start=start,
         )
+
+    async def _attempt(
+        self, method: str, path: str, body: bytes | None, content_type: str
+    ) -> Response:
+        """One attempt of a write: a token from the write limiter, then the request."""
+        delay = self.limiter.reserve()
+        if delay > 0:
+            await self.limiter.wait(delay)
+        # A binding called off while it waited for its turn is not sent.
+        raise_if_called_off()
+        return await self.transport.request(method, path, body=body, content_type=content_type)
 
     async def _read(self, path: str, what: str) -> Response:
         async def attempt() -> Response:

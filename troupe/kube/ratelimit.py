@@ -75,6 +75,12 @@ class TokenBucket:
         delay = self.reserve()
         if delay <= 0:
             return 0.0
+        return await self.wait(delay)
+
+    async def wait(self, delay: float) -> float:
+        """Wait ``delay`` (> 0) seconds for a token ``reserve`` took; the seconds waited.
+        ``acquire`` is ``reserve`` and then this when there is a wait: a caller that
+        reserves itself awaits nothing when a token is banked."""
         self.waits += 1
         self.waited_seconds += delay
         try:

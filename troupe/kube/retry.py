@@ -69,20 +69,31 @@ async def with_retries(
     what: str,
     retry_on: Callable[[ApiError], bool] = is_transient,
     on_failure: Callable[[ApiError], None] | None = None,
+    first: Response | ApiError | None = None,
+    start: float | None = None,
 ) -> Response:
-    """The first 2xx reply of ``op``; raises the last ``ApiError`` otherwise."""
-    start = clock.now()
+    """The first 2xx reply of ``op``; raises the last ``ApiError`` otherwise.
+
+    ``first``: the outcome of a first attempt the caller made itself (at ``start``,
+    by ``clock``), so that a request that succeeds at once costs none of this."""
+    if start is None:
+        start = clock.now()
     attempt = 0
     while True:
         attempt += 1
-        try:
-            resp = await op()
-        except ApiError as exc:
-            err = exc
+        if first is not None:
+            outcome, first = first, None
         else:
-            if resp.ok:
-                return resp
-            err = resp.error(what)
+            try:
+                outcome = await op()
+            except ApiError as exc:
+                outcome = exc
+        if isinstance(outcome, ApiError):
+            err = outcome
+        elif outcome.ok:
+            return outcome
+        else:
+            err = outcome.error(what)
         if on_failure is not None:
             on_failure(err)
         if attempt >= policy.max_attempts or not retry_on(err):
