@@ -247,6 +247,9 @@ class Http1Pool:
         self._idle: deque[_Connection] = deque()
         self._all: set[_Connection] = set()
         self._closed = False
+        # The loop of the first request. Asking asyncio for the running loop costs a
+        # getpid() system call (its check for a fork), on every request.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def connections(self) -> int:
@@ -260,7 +263,9 @@ class Http1Pool:
         (refused, reset, TLS, ``ProtocolError``) or ``TimeoutError``."""
         if self._closed:
             raise ConnectionError("connection pool is closed")
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         if self._free > 0:
             self._free -= 1
