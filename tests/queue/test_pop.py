@@ -87,6 +87,41 @@ def test_heap_pops_in_queue_sort_order_after_pushes_and_removals(
     assert len(heap) == 0
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    keys=st.lists(
+        st.tuples(st.integers(0, 20), st.lists(st.integers(-2, 2), min_size=1, max_size=3)),
+        max_size=40,
+    ),
+    removals=st.lists(st.integers(0, 20), max_size=10),
+)
+def test_heap_orders_by_keys_of_any_lengths(
+    keys: list[tuple[int, list[int]]], removals: list[int]
+) -> None:
+    """Keys of one length are spread into the heap's items; one of another length
+    turns them back into tuples: the order is the keys' either way (equal keys in
+    push order)."""
+    of: dict[str, tuple[int, ...]] = {}
+
+    def key(e: object) -> tuple[int, ...]:
+        return of[getattr(e, "key")]  # noqa: B009
+
+    heap = EntityHeap(priority_sort_less, key)
+    pushed: dict[str, tuple[tuple[int, ...], int]] = {}
+    for n, (name, k) in enumerate(keys):
+        e = entity(f"p{name}")
+        of[e.key] = tuple(k)
+        heap.push(e)
+        pushed[e.key] = (tuple(k), n)
+    for name in removals:
+        if heap.remove(f"default/p{name}") is not None:
+            del pushed[f"default/p{name}"]
+    popped: list[str] = []
+    while (head := heap.pop()) is not None:
+        popped.append(head.key)
+    assert popped == sorted(pushed, key=lambda k: pushed[k])
+
+
 async def test_pop_waits_for_an_add() -> None:
     h = harness()
     waiter = asyncio.create_task(h.queue.pop())

@@ -38,9 +38,12 @@ class _Slot:
         return self.less(self.entity, other.entity)
 
 
-# A heap item: (slot,) ordered by the slot's ``less``, or (key, push number, slot):
-# equal keys (a dead slot and its entity pushed again) fall back to push order and
-# never compare the slots.
+# A heap item: (slot,) ordered by the slot's ``less``, or the key's elements, the push
+# number and the slot: equal keys (a dead slot and its entity pushed again) fall back
+# to push order and never compare the slots. The key is spread into the item while
+# every key has the same length (QueueSort's keys do): a pop's dozen comparisons then
+# walk one tuple each instead of two, about a third of a pop. A key of another length
+# turns the heap to (key, push number, slot) items for good, which order alike.
 _Item = tuple[Any, ...]
 
 
@@ -53,6 +56,7 @@ class EntityHeap:
         self._less = less
         self._key = key
         self._pushes = itertools.count()
+        self._width = -1  # the length of every key while items are flat; 0: nested
         self._heap: list[_Item] = []
         self._live: dict[str, _Slot] = {}
 
@@ -75,9 +79,29 @@ class EntityHeap:
         self.remove(entity.queue_id)
         slot = _Slot(entity, self._less)
         self._live[entity.queue_id] = slot
-        key = self._key
-        item = (slot,) if key is None else (key(entity), next(self._pushes), slot)
+        item = self._item(entity, slot)  # first: it may replace the heap's list
         heapq.heappush(self._heap, item)
+
+    def _item(self, entity: QueuedEntity, slot: _Slot) -> _Item:
+        key = self._key
+        if key is None:
+            return (slot,)
+        k = key(entity)
+        if len(k) != self._width and self._width:
+            if self._width < 0:
+                self._width = len(k)
+            else:
+                self._nest()
+        if self._width:
+            return (*k, next(self._pushes), slot)
+        return (k, next(self._pushes), slot)
+
+    def _nest(self) -> None:
+        """Keys of several lengths: items become (key, push number, slot), which
+        compare alike, so the heap stays ordered."""
+        width = self._width
+        self._heap = [(item[:width], item[width], item[-1]) for item in self._heap]
+        self._width = 0
 
     def remove(self, queue_id: str) -> QueuedEntity | None:
         slot = self._live.pop(queue_id, None)
