@@ -18,6 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -98,17 +99,22 @@ def runs(members: list[PodInfo], with_labels: bool) -> Iterator[list[PodInfo]]:
 
 @dataclass(slots=True)
 class _Scores:
+    """One score plugin's column over the candidates. Python lists, not arrays: a
+    placement reads and writes one entry of each, and an array's element access
+    costs several times a list's (only a normalization works on the whole column)."""
+
     name: str
     weight: int
     plugin: object
-    raw: IntArray
+    raw: list[int]
+    dtype: np.dtype[Any]  # of the plugin's scores, for its normalization
     normalizer: ScoreExtensions | None
     node_only: bool
-    weighted: IntArray  # weight * normalized raw, this plugin's share of the total
+    weighted: list[int]  # weight * normalized raw, this plugin's share of the total
     one: Callable[[CycleState, PodInfo, NodeTable, int], int | None] | None = None
 
 
-_DEAD = np.iinfo(np.int64).min
+_DEAD = int(np.iinfo(np.int64).min)
 
 
 class BatchPlacer:
@@ -127,6 +133,7 @@ class BatchPlacer:
         self.slots: IndexArray = np.zeros(0, dtype=np.intp)
         self.alive: np.ndarray = np.zeros(0, dtype=bool)
         self.total: IntArray = np.zeros(0, dtype=np.int64)
+        self._slot_list: list[int] = []  # slots, as Python ints
         self.live = 0
         self.scores: list[_Scores] = []
         self.evaluated = 0
@@ -175,7 +182,9 @@ class BatchPlacer:
             normalizer = plugin if isinstance(plugin, ScoreExtensions) else None
             node_only = bool(getattr(plugin, "node_only", False))
             one = plugin.score_slot if isinstance(plugin, ScoreSlot) else None
-            sc = _Scores(name, weight, plugin, raw, normalizer, node_only, raw, one)
+            sc = _Scores(
+                name, weight, plugin, raw.tolist(), raw.dtype, normalizer, node_only, [], one
+            )
             self._weigh(sc, first, state)
             scores.append(sc)
         self.state, self.slots, self.evaluated, self.scores = state, slots, evaluated, scores
@@ -189,18 +198,24 @@ class BatchPlacer:
         ]
         self.alive = np.ones(len(slots), dtype=bool)
         self.live = len(slots)
-        total = np.zeros(len(slots), dtype=np.int64)
-        for sc in scores:
-            total += sc.weighted
-        self.total = total
+        self._slot_list = slots.tolist()
+        self._add_up()
         return True
 
     @staticmethod
     def _weigh(sc: _Scores, info: PodInfo, state: CycleState) -> None:
-        scores = sc.raw.copy()
+        scores = np.array(sc.raw, dtype=sc.dtype)
         if sc.normalizer is not None:
             sc.normalizer.normalize_score(state, info, scores)
-        sc.weighted = scores.astype(np.int64) * sc.weight
+        sc.weighted = (scores.astype(np.int64) * sc.weight).tolist()
+
+    def _add_up(self) -> None:
+        """Every candidate's total over the columns (dead ones stay dead)."""
+        total = np.zeros(len(self.slots), dtype=np.int64)
+        for sc in self.scores:
+            total += np.array(sc.weighted, dtype=np.int64)
+        total[~self.alive] = _DEAD
+        self.total = total
 
     def place(self, info: PodInfo) -> tuple[ScheduleResult, CycleState] | None:
         """The node for the next pod (assumed in the cache), or None when no
@@ -208,7 +223,7 @@ class BatchPlacer:
         if self.state is None or self.live == 0:
             return None
         index = self._pick()
-        slot = int(self.slots[index])
+        slot = self._slot_list[index]
         node = self.cache.table.names[slot]
         feasible_count = self.live
         self.cache.assume(info, node)
@@ -238,35 +253,35 @@ class BatchPlacer:
             self.alive[index] = False
             self.live -= 1
             self.total[index] = _DEAD
-            self._moved(index)
+            self._moved(index, _DEAD)
             return
         renormalized = False
+        delta = 0
         for sc in self.scores:
             if sc.node_only:
                 continue
             value = sc.one(state, info, table, slot) if sc.one is not None else None
             if value is None:
                 one = np.array([slot], dtype=np.intp)
-                value = sc.plugin.score(state, info, table, one)[0]  # type: ignore[attr-defined]
+                value = int(sc.plugin.score(state, info, table, one)[0])  # type: ignore[attr-defined]
             if value == sc.raw[index]:
                 continue
             sc.raw[index] = value
             if sc.normalizer is None:
-                delta = (int(value) * sc.weight) - int(sc.weighted[index])
-                sc.weighted[index] += delta
-                self.total[index] += delta
+                weighted = value * sc.weight
+                delta += weighted - sc.weighted[index]
+                sc.weighted[index] = weighted
             else:
                 self._weigh(sc, info, state)
                 renormalized = True
         if renormalized:
-            total = np.zeros(len(self.slots), dtype=np.int64)
-            for sc in self.scores:
-                total += sc.weighted
-            total[~self.alive] = _DEAD
-            self.total = total
+            self._add_up()
             self._best = None
-        else:
-            self._moved(index)
+        elif delta:
+            # Unchanged, it stays the best it was picked as (``_moved`` has nothing to do).
+            value = int(self.total[index]) + delta
+            self.total[index] = value
+            self._moved(index, value)
 
     def _pick(self) -> int:
         """A candidate with the highest total; ties broken uniformly at random with
@@ -277,12 +292,12 @@ class BatchPlacer:
             self._best_value = int(self.total[best[0]])
         return best[self.algorithm.tie_break(len(best))]
 
-    def _moved(self, index: int) -> None:
-        """Candidate ``index``'s total changed (it was a best one: it was picked)."""
+    def _moved(self, index: int, value: int) -> None:
+        """Candidate ``index``'s total changed to ``value`` (it was a best one: it was
+        picked)."""
         best = self._best
         if best is None:
             return
-        value = int(self.total[index])
         if value > self._best_value:
             # Every other total is unchanged and below: this one alone is the best.
             self._best, self._best_value = [index], value
