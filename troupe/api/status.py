@@ -6,7 +6,7 @@ success is ``Status()`` (the ``SUCCESS`` constant), never ``None``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 
@@ -40,6 +40,11 @@ class Status:
     reasons: tuple[str, ...] = ()
     plugin: str = ""
     error: BaseException | None = None
+    # An attribute, not a property: read several times for every pod scheduled.
+    is_success: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_success", self.code is Code.SUCCESS)
 
     @classmethod
     def unschedulable(cls, *reasons: str, plugin: str = "") -> Status:
@@ -56,10 +61,6 @@ class Status:
     @classmethod
     def with_code(cls, code: Code, *reasons: str) -> Status:
         return cls(code, reasons)
-
-    @property
-    def is_success(self) -> bool:
-        return self.code is Code.SUCCESS
 
     @property
     def is_skip(self) -> bool:
