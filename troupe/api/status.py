@@ -40,11 +40,14 @@ class Status:
     reasons: tuple[str, ...] = ()
     plugin: str = ""
     error: BaseException | None = None
-    # An attribute, not a property: read several times for every pod scheduled.
+    # Attributes, not properties: read several times for every pod scheduled, and a
+    # property is a Python call each time.
     is_success: bool = field(init=False, repr=False, compare=False)
+    is_skip: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_success", self.code is Code.SUCCESS)
+        object.__setattr__(self, "is_skip", self.code is Code.SKIP)
 
     @classmethod
     def unschedulable(cls, *reasons: str, plugin: str = "") -> Status:
@@ -61,10 +64,6 @@ class Status:
     @classmethod
     def with_code(cls, code: Code, *reasons: str) -> Status:
         return cls(code, reasons)
-
-    @property
-    def is_skip(self) -> bool:
-        return self.code is Code.SKIP
 
     @property
     def is_wait(self) -> bool:

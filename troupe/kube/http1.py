@@ -113,7 +113,7 @@ class _Connection(asyncio.Protocol):
             return
         reply = replies[0]
         self._waiter = None
-        if len(replies) > 1 or not self._parser.idle:
+        if len(replies) > 1 or not self._parser.is_idle():
             self.abort()  # more than the one response asked for
         elif not reply.keep_alive:
             self.close()
@@ -153,8 +153,7 @@ class _Connection(asyncio.Protocol):
 
     # --- requests ----------------------------------------------------------------------
 
-    @property
-    def usable(self) -> bool:
+    def is_usable(self) -> bool:
         """Open, and not seen closing: a request written now reaches a live peer."""
         transport = self._transport
         return not self.closed and transport is not None and not transport.is_closing()
@@ -330,13 +329,13 @@ class Http1Pool:
         idle = self._idle
         while idle:
             conn = idle.pop()
-            if conn.usable and now - conn.idle_since < self._idle_timeout:
+            if conn.is_usable() and now - conn.idle_since < self._idle_timeout:
                 return conn
             self._drop(conn)
         return None
 
     def _put_idle(self, conn: _Connection, now: float) -> None:
-        if self._closed or not conn.usable:
+        if self._closed or not conn.is_usable():
             self._drop(conn)
             return
         conn.idle_since = now

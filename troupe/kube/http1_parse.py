@@ -103,6 +103,10 @@ class ResponseParser:
     @property
     def idle(self) -> bool:
         """No byte of a response is buffered or half-parsed."""
+        return self.is_idle()
+
+    def is_idle(self) -> bool:
+        """``idle``, as a method: a property is a Python call from C on every reply."""
         return not self._in_message and not self._pending and self._broken is None
 
     def feed(self, data: bytes) -> list[Reply]:

@@ -62,15 +62,20 @@ class QueuedEntity:
     # attempt reports later, the entity is not queued again (a pod re-created under
     # the same name is a new entity, with its own attempts).
     withdrawn: bool = False
+    # The entity's index in the sub-queues and the in-flight table. An attribute
+    # (set from ``key``, which never changes), not a property: the queue reads it
+    # several times per pod, and a property is a Python call each time.
+    queue_id: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.queue_id = self._queue_id()
+
+    def _queue_id(self) -> str:
+        return self.key
 
     @property
     def kind(self) -> EntityKind:
         raise NotImplementedError
-
-    @property
-    def queue_id(self) -> str:
-        """The entity's index in the sub-queues and the in-flight table."""
-        return self.key
 
     @property
     def gated(self) -> bool:
@@ -155,8 +160,7 @@ class QueuedGroupInfo(QueuedEntity):
     def kind(self) -> EntityKind:
         return "podgroup"
 
-    @property
-    def queue_id(self) -> str:
+    def _queue_id(self) -> str:
         return GROUP_ID_PREFIX + self.key
 
     def pods(self) -> Sequence[Pod]:

@@ -277,9 +277,9 @@ class Scheduler:
         cycle = self.queue.scheduling_cycle
         try:
             if isinstance(entity, QueuedGroupInfo):
-                await self._schedule_group(entity)
+                await self._schedule_group(entity, cycle)
             elif isinstance(entity, QueuedPodInfo):
-                await self._schedule_pod(entity)
+                await self._schedule_pod(entity, cycle)
             else:
                 log.error("unknown queued entity kind", entity=entity.key)
                 self.queue.done(entity.key)
@@ -322,7 +322,7 @@ class Scheduler:
         else:
             self.queue.done(entity.key)
 
-    async def _schedule_pod(self, entity: QueuedPodInfo) -> None:
+    async def _schedule_pod(self, entity: QueuedPodInfo, cycle: int) -> None:
         info = entity.pod_info
         fwk = self.frameworks.get(info.pod.spec.scheduler_name)
         cached_uid = self.cache.uid_of(info.key)
@@ -330,7 +330,6 @@ class Scheduler:
             # Not ours (any more), or already assumed/bound: nothing to do.
             self.queue.done(info.key)
             return
-        cycle = self.queue.scheduling_cycle
         if cached_uid is not None:
             # A deleted pod of the same name is still being bound; try this one
             # once that binding has settled (it will fail on the UID precondition).
@@ -339,8 +338,7 @@ class Scheduler:
             return
         await self.pod_cycle.run(fwk, entity, cycle)
 
-    async def _schedule_group(self, entity: QueuedGroupInfo) -> None:
-        cycle = self.queue.scheduling_cycle
+    async def _schedule_group(self, entity: QueuedGroupInfo, cycle: int) -> None:
         first = next(iter(entity.members.values()), None)
         fwk = self.frameworks.get(first.pod.spec.scheduler_name) if first else None
         if fwk is None:

@@ -158,8 +158,9 @@ class ClusterEventHandlers:
                 return
             if not old.spec.node_name or old.spec.node_name != new.spec.node_name:
                 # Bound (by us or anyone): it leaves the queue and occupies its node.
-                s.explanations.pod_gone(new.key)
-                s.binding.pod_superseded(new.key)
+                key = new.key
+                s.explanations.pod_gone(key)
+                s.binding.pod_superseded(key)
                 s.queue.delete(old)
                 s.cache.add_pod(new)
                 s.queue.on_event(ASSIGNED_POD_ADD, None, new)
