@@ -10,6 +10,7 @@ from troupe.api.events import (
     NODE_ADD,
     Action,
     ClusterEvent,
+    ClusterEventWithHint,
     QueueingHint,
     QueueingHintFn,
     Resource,
@@ -17,7 +18,7 @@ from troupe.api.events import (
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Status
-from troupe.queue.hints import POD_SPEC_CHANGED, pod_update_events
+from troupe.queue.hints import POD_SPEC_CHANGED, HintRegistry, pod_update_events
 
 from tests.plugins.builders import PodBuilder, make_pod
 from tests.queue.helpers import AFFINITY, FIT, GANG, POD_GROUP_ADD, harness, pod
@@ -254,3 +255,18 @@ def test_pod_update_events(old: PodBuilder, new: PodBuilder, actions: list[Actio
         before, after, PodInfo.of(before).requests, PodInfo.of(after).requests
     )
     assert [None if e == POD_SPEC_CHANGED else e.action for e in events] == actions
+
+
+def test_the_registrations_an_event_matches_follow_later_registrations() -> None:
+    """``matching`` caches its answer per event (by value and by identity); a plugin
+    registered afterwards for the same event is matched from then on, whether the
+    event is the same object or an equal one."""
+    registry = HintRegistry()
+    registry.register("A", [ClusterEventWithHint(NODE_ADD)])
+    assert [plugin for plugin, _ in registry.matching(NODE_ADD)] == ["A"]
+    assert registry.is_of_interest(NODE_ADD)
+    registry.register("B", [ClusterEventWithHint(NODE_ADD)])
+    assert [plugin for plugin, _ in registry.matching(NODE_ADD)] == ["A", "B"]
+    equal = ClusterEvent(NODE_ADD.resource, NODE_ADD.action, NODE_ADD.label)
+    assert [plugin for plugin, _ in registry.matching(equal)] == ["A", "B"]
+    assert not registry.matching(ClusterEvent(Resource.POD, Action.DELETE))

@@ -55,7 +55,9 @@ class CycleState:
         self._data.pop(key, None)
 
     def clone(self) -> CycleState:
-        other = CycleState()
+        # Not ``CycleState()``: making an instance through a Python __init__ is a call
+        # from C into a fresh frame, and a batch clones a state for every pod.
+        other = object.__new__(CycleState)
         other._data = dict(self._data)
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)

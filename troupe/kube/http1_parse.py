@@ -179,7 +179,8 @@ class ResponseParser:
         data = body[0] if len(body) == 1 else b"".join(body)
         self._body = []
         self._framing = 0
-        return Reply(self._status, data, self._retry_after, keep_alive)
+        # tuple.__new__: a NamedTuple's own __new__ is Python, called from C per reply.
+        return tuple.__new__(Reply, (self._status, data, self._retry_after, keep_alive))
 
     # --- llhttp's callbacks ------------------------------------------------------------
 

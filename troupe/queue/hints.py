@@ -56,17 +56,28 @@ class Strategy(IntEnum):
     IMMEDIATELY = 2
 
 
+_IDENTITY_CACHE = 256
+
+
 class HintRegistry:
     def __init__(self) -> None:
         self._registered: list[tuple[str, ClusterEventWithHint]] = []
         self._matching: dict[ClusterEvent, tuple[Registration, ...]] = {}
+        # The same, by the event object's identity (the object kept with its answer,
+        # so its id is not reused meanwhile): hashing a ClusterEvent calls its Python
+        # __hash__ and its Action's, and every informer event asks.
+        self._by_identity: dict[int, tuple[ClusterEvent, tuple[Registration, ...]]] = {}
 
     def register(self, plugin: str, events: Sequence[ClusterEventWithHint]) -> None:
         self._registered.extend((plugin, e) for e in events)
         self._matching.clear()
+        self._by_identity.clear()
 
     def matching(self, incoming: ClusterEvent) -> tuple[Registration, ...]:
         """Registrations that cover ``incoming`` (cached per event)."""
+        hit = self._by_identity.get(id(incoming))
+        if hit is not None and hit[0] is incoming:
+            return hit[1]
         found = self._matching.get(incoming)
         if found is None:
             found = tuple(
@@ -75,6 +86,9 @@ class HintRegistry:
                 if reg.event.matches(incoming)
             )
             self._matching[incoming] = found
+        if len(self._by_identity) >= _IDENTITY_CACHE:
+            self._by_identity.clear()  # events made per call would pile up
+        self._by_identity[id(incoming)] = (incoming, found)
         return found
 
     def is_of_interest(self, incoming: ClusterEvent) -> bool:

@@ -75,7 +75,7 @@ class Retries:
             self.move_wildcard(event, old, new, target)
             return 0
         self._in_flight.log(event, old, new)
-        if not self._queues.unschedulable and not self._queues.gated:
+        if self._queues.unschedulable.is_empty() and self._queues.gated.is_empty():
             return 0  # nothing waits for an event (the common case under a burst)
         plugins = {plugin for plugin, _ in self.hints.matching(event)}
         rejected = self._queues.unschedulable.rejected_by(plugins)

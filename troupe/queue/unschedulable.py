@@ -46,6 +46,10 @@ class EntityPool:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def is_empty(self) -> bool:
+        """``not pool``, without a call from C to ``__len__``."""
+        return not self._entries
+
     def __contains__(self, queue_id: str) -> bool:
         return queue_id in self._entries
 
