@@ -117,3 +117,25 @@ def test_console_format_is_one_line_per_event() -> None:
 def test_an_unknown_level_names_the_flag() -> None:
     with pytest.raises(ValueError, match="--log-level: 'verbose' is not one of"):
         configure_logging("verbose")
+
+
+@pytest.mark.parametrize(("level", "logged"), [("debug", True), ("info", False)])
+async def test_a_bound_pod_is_logged_at_debug_only(level: str, logged: bool) -> None:
+    """kube-scheduler's "Successfully bound pod to node" (its -v=2 line) is troupe's
+    debug line; at the default level it is not even built."""
+    from tests.plugins.builders import make_node, make_pod
+    from tests.scheduler.harness import Harness
+
+    out = io.StringIO()
+    configure_logging(level, stream=out)
+    h = Harness().nodes([make_node().name("n1").capacity(cpu="4", memory="8Gi", pods=110).obj()])
+    h.pods([make_pod().name("p").uid("p").req(cpu="1").scheduler_name("troupe-scheduler").obj()])
+    await h.settle()
+    await h.close()
+    assert h.client.bindings == [("default/p", "n1")]
+    logged_lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    bound = [e for e in logged_lines if e["msg"] == "Successfully bound pod to node"]
+    assert bool(bound) is logged
+    if logged:
+        assert bound[0]["pod"] == {"name": "p", "namespace": "default"}
+        assert bound[0]["node"] == "n1"

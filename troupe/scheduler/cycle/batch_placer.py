@@ -67,7 +67,7 @@ def _signature(info: PodInfo, with_labels: bool) -> Signature:
         # Tolerations are flat (strings and an int) and nearly every pod has some
         # (the two defaults): their field values stand for them, cheaper than JSON.
         tuple(
-            (t.key, t.operator, t.value, t.effect, t.toleration_seconds) for t in spec.tolerations
+            [(t.key, t.operator, t.value, t.effect, t.toleration_seconds) for t in spec.tolerations]
         ),
         dump(spec.topology_spread_constraints),
         spec.node_name,
