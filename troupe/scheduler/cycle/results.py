@@ -8,7 +8,9 @@ from troupe.api.framework import Diagnosis
 from troupe.api.status import Status
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass's __init__ sets each field through
+# object.__setattr__, three times the cost, and one is made for every pod placed.
+@dataclass(slots=True)
 class ScheduleResult:
     node: str
     evaluated_nodes: int
