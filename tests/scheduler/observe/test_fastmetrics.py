@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
-from troupe.scheduler.observe.fastmetrics import CounterFamily, HistogramFamily
+from troupe.scheduler.observe.fastmetrics import FOLD_AT, CounterFamily, HistogramFamily
 from troupe.scheduler.observe.metrics import ATTEMPT_BUCKETS, POD_ATTEMPTS_BUCKETS, REST_BUCKETS
 
 Recording = tuple[tuple[str, ...], float]
@@ -291,3 +291,51 @@ def test_the_registry_refuses_a_clashing_name(
 def test_misuse_is_refused(build: Callable[[], object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         build()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    amounts=st.lists(
+        st.one_of(_amounts, st.sampled_from([math.nan, math.inf, -1.0, 0.0])),
+        max_size=3 * FOLD_AT + 40,
+    ),
+    scrapes=st.sets(st.integers(min_value=0, max_value=3 * FOLD_AT + 40), max_size=4),
+)
+def test_observations_held_back_and_bucketed_in_bulk_expose_alike(
+    amounts: list[float], scrapes: set[int]
+) -> None:
+    """A child holds observations back and buckets them in bulk, when scraped or
+    once ``FOLD_AT`` wait: at any scrape, buckets, count and sum (NaN included, the
+    sum added in the same order) are prometheus_client's."""
+    pair = histograms((), ATTEMPT_BUCKETS)
+    fast, fast_child, ref, ref_child = pair
+    for n, amount in enumerate(amounts):
+        if n in scrapes:
+            assert_same_exposition_values(fast, ref)
+        fast_child().observe(amount)
+        ref_child().observe(amount)
+    assert_same_exposition_values(fast, ref)
+
+
+def assert_same_exposition_values(fast: CollectorRegistry, ref: CollectorRegistry) -> None:
+    for metric in ref.collect():
+        for s in metric.samples:
+            if not s.name.endswith("_created"):
+                value = fast.get_sample_value(s.name, s.labels)
+                assert value is not None and comparable(value) == comparable(s.value)
+
+
+@pytest.mark.parametrize("count", [FOLD_AT - 1, FOLD_AT, 3 * FOLD_AT + 5])
+def test_every_bound_nan_and_infinity_land_as_prometheus_client_puts_them(count: int) -> None:
+    """Values on the bounds (``le`` is inclusive), between them, beyond the last,
+    NaN and infinities, bucketed in bulk and one by one."""
+    values = [*ATTEMPT_BUCKETS, 0.0, -1.0, math.inf, math.nan, 7, 1e-9, 1e9]
+    values += [b * 1.5 for b in ATTEMPT_BUCKETS]
+    pair = histograms((), ATTEMPT_BUCKETS)
+    fast, fast_child, ref, ref_child = pair
+    for n in range(count):
+        fast_child().observe(values[n % len(values)])
+        ref_child().observe(values[n % len(values)])
+        if n == 10:  # a scrape with a few held back: the one-by-one path
+            assert_same_exposition_values(fast, ref)
+    assert_same_exposition_values(fast, ref)
