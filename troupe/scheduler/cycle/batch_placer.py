@@ -18,7 +18,6 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -99,18 +98,17 @@ def runs(members: list[PodInfo], with_labels: bool) -> Iterator[list[PodInfo]]:
 
 @dataclass(slots=True)
 class _Scores:
-    """One score plugin's column over the candidates. Python lists, not arrays: a
-    placement reads and writes one entry of each, and an array's element access
-    costs several times a list's (only a normalization works on the whole column)."""
+    """One score plugin's column over the candidates. A placement reads and writes
+    one entry of each through ``item`` (a Python int; indexing makes a numpy scalar,
+    and arithmetic on one costs several times an int's)."""
 
     name: str
     weight: int
     plugin: object
-    raw: list[int]
-    dtype: np.dtype[Any]  # of the plugin's scores, for its normalization
+    raw: IntArray
     normalizer: ScoreExtensions | None
     node_only: bool
-    weighted: list[int]  # weight * normalized raw, this plugin's share of the total
+    weighted: IntArray  # weight * normalized raw, this plugin's share of the total
     one: Callable[[CycleState, PodInfo, NodeTable, int], int | None] | None = None
 
 
@@ -133,7 +131,6 @@ class BatchPlacer:
         self.slots: IndexArray = np.zeros(0, dtype=np.intp)
         self.alive: np.ndarray = np.zeros(0, dtype=bool)
         self.total: IntArray = np.zeros(0, dtype=np.int64)
-        self._slot_list: list[int] = []  # slots, as Python ints
         self.live = 0
         self.scores: list[_Scores] = []
         self.evaluated = 0
@@ -182,9 +179,7 @@ class BatchPlacer:
             normalizer = plugin if isinstance(plugin, ScoreExtensions) else None
             node_only = bool(getattr(plugin, "node_only", False))
             one = plugin.score_slot if isinstance(plugin, ScoreSlot) else None
-            sc = _Scores(
-                name, weight, plugin, raw.tolist(), raw.dtype, normalizer, node_only, [], one
-            )
+            sc = _Scores(name, weight, plugin, raw, normalizer, node_only, raw, one)
             self._weigh(sc, first, state)
             scores.append(sc)
         self.state, self.slots, self.evaluated, self.scores = state, slots, evaluated, scores
@@ -198,22 +193,21 @@ class BatchPlacer:
         ]
         self.alive = np.ones(len(slots), dtype=bool)
         self.live = len(slots)
-        self._slot_list = slots.tolist()
         self._add_up()
         return True
 
     @staticmethod
     def _weigh(sc: _Scores, info: PodInfo, state: CycleState) -> None:
-        scores = np.array(sc.raw, dtype=sc.dtype)
+        scores = sc.raw.copy()
         if sc.normalizer is not None:
             sc.normalizer.normalize_score(state, info, scores)
-        sc.weighted = (scores.astype(np.int64) * sc.weight).tolist()
+        sc.weighted = scores.astype(np.int64) * sc.weight
 
     def _add_up(self) -> None:
         """Every candidate's total over the columns (dead ones stay dead)."""
         total = np.zeros(len(self.slots), dtype=np.int64)
         for sc in self.scores:
-            total += np.array(sc.weighted, dtype=np.int64)
+            total += sc.weighted
         total[~self.alive] = _DEAD
         self.total = total
 
@@ -223,7 +217,7 @@ class BatchPlacer:
         if self.state is None or self.live == 0:
             return None
         index = self._pick()
-        slot = self._slot_list[index]
+        slot: int = self.slots.item(index)
         node = self.cache.table.names[slot]
         feasible_count = self.live
         self.cache.assume(info, node)
@@ -264,12 +258,13 @@ class BatchPlacer:
             if value is None:
                 one = np.array([slot], dtype=np.intp)
                 value = int(sc.plugin.score(state, info, table, one)[0])  # type: ignore[attr-defined]
-            if value == sc.raw[index]:
+            raw = sc.raw
+            if value == raw.item(index):
                 continue
-            sc.raw[index] = value
+            raw[index] = value
             if sc.normalizer is None:
                 weighted = value * sc.weight
-                delta += weighted - sc.weighted[index]
+                delta += weighted - sc.weighted.item(index)
                 sc.weighted[index] = weighted
             else:
                 self._weigh(sc, info, state)
@@ -279,7 +274,7 @@ class BatchPlacer:
             self._best = None
         elif delta:
             # Unchanged, it stays the best it was picked as (``_moved`` has nothing to do).
-            value = int(self.total[index]) + delta
+            value = self.total.item(index) + delta
             self.total[index] = value
             self._moved(index, value)
 
