@@ -334,11 +334,10 @@ class NodeTable:
         self._pod_slots[info.key] = slot
         self.pod_count += 1
         self._account(info, slot, 1)
-        record = info.record
-        self._log(1, slot, record)
-        if record.host_ports:
-            self.ports[slot].update(record.host_ports)
-        if record.affinity is not None:
+        self._log(1, slot, info.record)
+        if info.host_ports:
+            self.ports[slot].update(info.host_ports)
+        if info.has_affinity:
             self.affinity_pods[info.key] = slot
         return True
 

@@ -113,6 +113,15 @@ class PodInfo:
     # Free-form per-pod cache for plugins that precompute from the pod spec
     # (keyed by plugin name); the spec never changes under a PodInfo.
     extra: dict[str, object] = field(default_factory=dict)
+    # From ``record``, which never changes under a PodInfo. Attributes, not
+    # properties: the NodeTable and the batch signature read them for every pod
+    # placed, and a property is a Python call each time.
+    host_ports: tuple[HostPort, ...] = field(init=False, repr=False)
+    has_affinity: bool = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.host_ports = self.record.host_ports
+        self.has_affinity = self.record.affinity is not None
 
     @classmethod
     def of(cls, pod: Pod) -> PodInfo:
@@ -134,11 +143,3 @@ class PodInfo:
     @property
     def labels(self) -> dict[str, str]:
         return self.pod.metadata.labels
-
-    @property
-    def host_ports(self) -> tuple[HostPort, ...]:
-        return self.record.host_ports
-
-    @property
-    def has_affinity(self) -> bool:
-        return self.record.affinity is not None

@@ -120,7 +120,7 @@ class NodePorts:
     def pre_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable
     ) -> tuple[PreFilterResult | None, Status]:
-        if not pod.record.host_ports:
+        if not pod.host_ports:
             return None, SKIP
         state.write(FEASIBLE_KEY, self._feasible(pod, table))
         return None, SUCCESS

@@ -58,7 +58,7 @@ def _signature(info: PodInfo, with_labels: bool) -> Signature:
         tuple(sorted(info.requests.items())),
         info.nonzero_cpu,
         info.nonzero_memory,
-        info.record.host_ports,
+        info.host_ports,
         info.priority,
         spec.scheduler_name,
         tuple(sorted(spec.node_selector.items())),
@@ -75,7 +75,7 @@ def _signature(info: PodInfo, with_labels: bool) -> Signature:
         # A pod's own labels matter to spread and affinity (self-matching), and to
         # existing pods' anti-affinity (``with_labels``).
         tuple(sorted(info.pod.metadata.labels.items()))
-        if with_labels or spec.topology_spread_constraints or info.record.affinity is not None
+        if with_labels or spec.topology_spread_constraints or info.has_affinity
         else (),
     )
 
