@@ -11,7 +11,7 @@ kube-scheduler, on raw JSON:
   watch never drops nor repeats an event;
 - watch from the list's resourceVersion with bookmarks, ``timeoutSeconds`` jittered
   in [t, 2t) as the reflector does, and a client timeout a little longer; one
-  ``model_validate_json`` per event line; bookmarks only advance the version;
+  ``validate_json`` per event line (``troupe.kube.wire``); bookmarks only advance the version;
 - ``410 Gone`` (HTTP or an in-stream ERROR) relists at once; other failures
   reconnect after a jittered exponential backoff (reflector: 0.8 s doubling to 30 s);
 - an object whose UID changed under the same key (deleted and recreated while we
@@ -36,12 +36,11 @@ import asyncio
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, make_dataclass
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-import pydantic.dataclasses
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from troupe.api.client import ApiError
 from troupe.api.clock import Clock
@@ -49,11 +48,9 @@ from troupe.api.objects import ObjectMeta
 from troupe.api.quantity import QuantityError
 from troupe.kube.errors import ResponseError
 from troupe.kube.transport import Transport
+from troupe.kube.wire import ObjectList, StatusObject, event_parser
 
 log = structlog.get_logger("troupe.kube.informer")
-
-T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
 
 
 class KubeObject(Protocol):
@@ -64,62 +61,18 @@ class KubeObject(Protocol):
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 
-# --- wire envelopes (the objects inside are troupe.api.objects models) ------------
-
-
-class _Envelope(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-
-class ListMeta(_Envelope):
-    resource_version: str = Field(default="", alias="resourceVersion")
-    continue_: str = Field(default="", alias="continue")
-
-
-class ObjectList(_Envelope, Generic[T]):
-    metadata: ListMeta = Field(default_factory=ListMeta)
-    items: list[T] | None = None
-
-
-class WatchEvent(_Envelope, Generic[T]):
-    type: str
-    object: T
-
-
-class _ParsedEvent(Protocol[T_co]):
-    @property
-    def type(self) -> str: ...
-
-    @property
-    def object(self) -> T_co: ...
-
-
-def _event_parser(model: type[T]) -> Callable[[bytes], _ParsedEvent[T]]:
-    """``validate_json`` of a watch event of ``model`` objects: the same fields as
-    ``WatchEvent[model]``, as a slotted pydantic dataclass (no ``BaseModel``
-    instance, its ``__dict__`` and set of fields given, for every event)."""
-    fields: list[tuple[str, Any]] = [("type", str), ("object", model)]
-    envelope = pydantic.dataclasses.dataclass(
-        make_dataclass("WatchEvent", fields, slots=True), config=ConfigDict(extra="ignore")
-    )
-    return cast("Callable[[bytes], _ParsedEvent[T]]", envelope.__pydantic_validator__.validate_json)
-
-
-class StatusObject(_Envelope):
-    code: int = 0
-    reason: str = ""
-    message: str = ""
-
-
 class _Gone(Exception):
     """The resourceVersion we watch from was compacted away: relist."""
+
+
+_parse_status_event = event_parser(StatusObject)
 
 
 def _raise_watch_error(line: bytes) -> None:
     """Raise for an ERROR watch event: ``_Gone`` on 410, ``ResponseError`` otherwise.
     Returns when the line is not an ERROR event."""
     try:
-        event = WatchEvent[StatusObject].model_validate_json(line)
+        event = _parse_status_event(line)
     except ValidationError:
         return
     if event.type != "ERROR":
@@ -194,7 +147,7 @@ class Informer(Generic[ObjT]):
         self._list_model = cast(
             "type[ObjectList[ObjT]]", cast(Any, ObjectList).__class_getitem__(model)
         )
-        self._parse_event = _event_parser(model)
+        self._parse_event = event_parser(model)
         self._parse_item = cast("Callable[[object], ObjT]", cast(Any, model).model_validate)
         self.store: dict[str, ObjT] = {}
         self.resource_version = ""
