@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 import operator
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from functools import reduce
 from typing import Generic, TypeVar
@@ -82,10 +81,9 @@ class HistogramChild:
     and finding each one's bucket as it came was most of their cost. The sum adds
     the observations one by one, in order, as observing them one at a time did."""
 
-    __slots__ = ("_bounds", "_counts", "_edges", "_pending", "_sum", "created")
+    __slots__ = ("_counts", "_edges", "_pending", "_sum", "created")
 
     def __init__(self, bounds: tuple[float, ...]) -> None:
-        self._bounds = bounds
         self._edges = np.asarray(bounds, dtype=np.float64)
         self._counts = [0] * len(bounds)
         self._sum = 0.0
@@ -118,15 +116,8 @@ class HistogramChild:
         del pending[:n]  # one step: an observation made meanwhile stays pending
         self._sum = reduce(operator.add, values, self._sum)
         counts = self._counts
-        # The first bucket whose upper bound is >= the value (le is inclusive), as
-        # bisect_left finds it. NaN compares false with every bound and lands in no
-        # bucket, as in prometheus_client.
-        if n < 16:
-            for value in values:
-                i = bisect_left(self._bounds, value)
-                if i or value == value:
-                    counts[i] += 1
-            return
+        # The first bucket whose upper bound is >= the value (le is inclusive). NaN
+        # lands in no bucket, as in prometheus_client.
         array = np.asarray(values, dtype=np.float64)
         index = np.searchsorted(self._edges, array[array == array], side="left")
         for i, found in enumerate(np.bincount(index, minlength=len(counts)).tolist()):
