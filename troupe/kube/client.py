@@ -187,7 +187,7 @@ class KubeClient:
         except ApiError as exc:
             first = exc
         else:
-            if 200 <= first.status < 300:  # ``ok``, without a property call per write
+            if first.ok:
                 return first
 
         def attempt() -> Awaitable[Response]:
