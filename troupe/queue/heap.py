@@ -87,11 +87,10 @@ class EntityHeap:
         if key is None:
             return (slot,)
         k = key(entity)
-        if len(k) != self._width and self._width:
-            if self._width < 0:
-                self._width = len(k)
-            else:
-                self._nest()
+        if self._width < 0:
+            self._width = len(k)  # the first key sets the width
+        elif self._width and len(k) != self._width:
+            self._nest()
         if self._width:
             return (*k, next(self._pushes), slot)
         return (k, next(self._pushes), slot)
