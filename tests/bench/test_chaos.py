@@ -9,7 +9,6 @@ import json
 import random
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -17,7 +16,8 @@ from bench.chaos.plan import FAULT_KINDS, fault_order
 from bench.chaos.verdict import INVARIANTS, Room, fit_all, identity_of, requests
 from bench.chaos.workload import pod
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import ROOT
+
 QUICK_SEED = 1
 
 

@@ -3,30 +3,12 @@ are checked for presence and consistency, never for speed)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import run_bench
 
 
 def test_a_tiny_e2e_run_reports_troupe_bind_only_and_the_paced_bind_only_run() -> None:
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "e2e",
-            *("--nodes", "20", "--existing-pods", "5", "--pods", "200", "--paced"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    )
-    result = json.loads(run.stdout.strip().splitlines()[-1])
+    args = ("--nodes", "20", "--existing-pods", "5", "--pods", "200", "--paced")
+    result = run_bench("e2e", *args, timeout=180).result
     assert result["pods"] == 200
     rate, limit = result["pods_per_second"], result["bind_only_pods_per_second"]
     assert rate > 0 and limit > 0

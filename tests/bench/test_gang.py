@@ -6,12 +6,8 @@ level). Figures are checked for presence and consistency, never for speed."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import subprocess
-import sys
 from collections import Counter, defaultdict
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -31,9 +27,9 @@ from troupe.scheduler.observe.stats import AttemptStats
 from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL
 
 from bench import server
+from tests.bench.runner import run_bench
 from tests.plugins.builders import make_pod
 
-ROOT = Path(__file__).resolve().parents[2]
 SMOKE_ARGS = ("--nodes", "20", "--shapes", "2x3", "--timeout", "60")
 
 
@@ -166,18 +162,11 @@ async def test_pod_cycles_are_attributed_to_their_gang(
 
 @pytest.fixture(scope="module")
 def smoke() -> dict[str, Any]:
-    run = subprocess.run(
-        [sys.executable, "-m", "bench", "gang", *SMOKE_ARGS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    )
+    run = run_bench("gang", *SMOKE_ARGS, timeout=180)
     # The figures only mean something if nothing failed along the way (a binding
     # task that raises after the API call still counts a bound pod).
     assert "background task failed" not in run.stderr, run.stderr[-2000:]
-    return cast(dict[str, Any], json.loads(run.stdout.strip().splitlines()[-1]))
+    return run.result
 
 
 @pytest.mark.parametrize("algorithm", ["troupe", "coscheduling"])
@@ -295,26 +284,10 @@ def test_straddling_gangs_are_counted_per_domain() -> None:
 
 @pytest.fixture(scope="module")
 def topology_smoke() -> dict[str, Any]:
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "gang",
-            *TOPOLOGY_SMOKE_ARGS,
-            "--shapes",
-            TOPOLOGY_SMOKE_SHAPES,
-            "--algorithms",
-            "troupe",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    args = (*TOPOLOGY_SMOKE_ARGS, "--shapes", TOPOLOGY_SMOKE_SHAPES, "--algorithms", "troupe")
+    run = run_bench("gang", *args, timeout=120)
     assert "background task failed" not in run.stderr, run.stderr[-2000:]
-    return cast(dict[str, Any], json.loads(run.stdout.strip().splitlines()[-1]))
+    return run.result
 
 
 @pytest.mark.parametrize(

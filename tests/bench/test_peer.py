@@ -23,8 +23,8 @@ import yaml
 from bench.server import NAMESPACE, ServerProcess
 
 from bench import peer
+from tests.bench.runner import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PEER = os.environ.get(peer.PEER_ENV, "")
 
 

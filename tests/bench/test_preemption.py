@@ -6,11 +6,7 @@ presence and consistency, never for speed."""
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from bench.preemption import (
@@ -26,8 +22,8 @@ from bench.preemption import (
 from troupe.sim.nodespec import RACK_LABEL
 
 from bench import server
+from tests.bench.runner import run_bench
 
-ROOT = Path(__file__).resolve().parents[2]
 # 20 nodes of 4 CPU in 2 zones x 2 racks, each full of 4 low-priority pods of 1 CPU:
 # 80 pods, half of them in 5 `all` gangs of 8, so every node holds 2 single pods.
 SMOKE_ARGS = (
@@ -126,16 +122,9 @@ def test_existing_pods_join_the_first_gangs_in_runs_of_their_size() -> None:
 
 
 def _bench(*args: str) -> dict[str, Any]:
-    run = subprocess.run(
-        [sys.executable, "-m", "bench", "preemption", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    run = run_bench("preemption", *args, timeout=120)
     assert "background task failed" not in run.stderr, run.stderr[-2000:]
-    return cast(dict[str, Any], json.loads(run.stdout.strip().splitlines()[-1]))
+    return run.result
 
 
 def test_a_gang_preempts_single_pods_on_a_full_cluster() -> None:

@@ -3,25 +3,13 @@ are checked for presence and consistency, never for speed or memory)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
+from tests.bench.runner import run_bench
 
-ROOT = Path(__file__).resolve().parents[2]
 ARGS = ("--nodes", "20", "--existing-pods", "5", "--pods", "50")
 
 
 def test_a_tiny_scale_run_binds_every_pod_and_reports_memory() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "bench", "scale", *ARGS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    result = json.loads(run.stdout.strip().splitlines()[-1])
+    result = run_bench("scale", *ARGS, timeout=120).result
     assert (result["pods"], result["scheduled"]) == (50, 50)
     assert result["pods_per_second"] > 0 and result["sync_seconds"] > 0
     assert 0 < result["rss_mb_before"] <= result["rss_mb_synced"]

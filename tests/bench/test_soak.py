@@ -4,17 +4,15 @@ speed or memory)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from bench.allocators import malloc_figures, pymalloc_figures
 from bench.soak import slope_mb_per_10min
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import run_bench
+
 SMOKE_ARGS = ("--minutes", "0.3", "--interval", "5", "--nodes", "20", "--rate", "10")
 
 
@@ -49,16 +47,9 @@ def test_memory_slope(
 
 @pytest.fixture(scope="module")
 def soak() -> tuple[dict[str, Any], str]:
-    run = subprocess.run(
-        [sys.executable, "-m", "bench", "soak", *SMOKE_ARGS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    )
+    run = run_bench("soak", *SMOKE_ARGS, timeout=180)
     assert "background task failed" not in run.stderr, run.stderr[-2000:]
-    return cast(dict[str, Any], json.loads(run.stdout.strip().splitlines()[-1])), run.stdout
+    return run.result, run.stdout
 
 
 def test_a_short_soak_creates_binds_and_samples(soak: tuple[dict[str, Any], str]) -> None:

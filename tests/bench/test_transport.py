@@ -3,30 +3,19 @@ process (figures are checked for presence and consistency, never for speed)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import run_bench
+
 SMOKE_ARGS = ("--requests", "100", "--rounds", "1", "--concurrency", "4")
 PATHS = ("aiohttp", "http1")
 
 
 @pytest.fixture(scope="module")
 def smoke() -> dict[str, Any]:
-    run = subprocess.run(
-        [sys.executable, "-m", "bench", "transport", *SMOKE_ARGS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    )
-    return cast(dict[str, Any], json.loads(run.stdout.strip().splitlines()[-1]))
+    return run_bench("transport", *SMOKE_ARGS, timeout=180).result
 
 
 @pytest.mark.parametrize("path", PATHS)
