@@ -139,15 +139,23 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         "requests_per_round": 2 * pods_per_round,
         "rounds": args.rounds,
     }
+    result.update(summarize(rounds))
+    return result
+
+
+def summarize(rounds: dict[str, list[dict[str, float]]]) -> dict[str, object]:
+    """Each path's best round (least CPU per request), its median, and ``ratio`` =
+    best aiohttp CPU / best http1 CPU, from the unrounded figures."""
+    summary: dict[str, object] = {}
     cpu: dict[str, float] = {}
     for name, figures in rounds.items():
         best = min(figures, key=lambda f: f["cpu_us_per_request"])
         cpu[name] = best["cpu_us_per_request"]
-        result.update({f"{name}_{key}": round(value, 1) for key, value in best.items()})
+        summary.update({f"{name}_{key}": round(value, 1) for key, value in best.items()})
         median = statistics.median(f["cpu_us_per_request"] for f in figures)
-        result[f"{name}_cpu_us_per_request_median"] = round(median, 1)
-    result["ratio"] = round(cpu["aiohttp"] / cpu["http1"], 2)
-    return result
+        summary[f"{name}_cpu_us_per_request_median"] = round(median, 1)
+    summary["ratio"] = round(cpu["aiohttp"] / cpu["http1"], 2)
+    return summary
 
 
 def run(args: argparse.Namespace) -> int:
