@@ -21,10 +21,9 @@ from troupe.api.clock import RealClock
 from troupe.api.config import config_document, load_config
 from troupe.api.objects import Node, Pod
 from troupe.plugins.registry import catalog, default_registry
-from troupe.scheduler.loop.schedule_one import Scheduler
 from troupe.scheduler.service.gc_tuning import freeze_long_lived, tune_gc
-from troupe.scheduler.service.handlers import ClusterEventHandlers
 from troupe.scheduler.service.logs import configure_logging
+from troupe.scheduler.service.wiring import Options, build_scheduler
 
 from bench import server
 from bench.e2e import callgrind_instrumentation
@@ -58,8 +57,9 @@ async def _run(args: argparse.Namespace) -> dict[str, float]:
     registry = default_registry()
     config = load_config(config_document(), catalog(registry))
     client = EchoClient()
-    scheduler = Scheduler(config, registry, client, RealClock(), seed=1)
-    handlers = ClusterEventHandlers(scheduler)
+    wired = build_scheduler(config, registry, client, RealClock(), options=Options(seed=1))
+    scheduler = wired.scheduler
+    handlers = wired.handlers()
     client.on_bound = handlers.on_pod_update
     for i in range(args.nodes):
         handlers.on_node_add(make_node(i))

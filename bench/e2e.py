@@ -55,6 +55,7 @@ from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.observe.stats import AttemptStats
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.service.logs import configure_logging
+from troupe.scheduler.service.wiring import Options
 
 from bench.server import ServerProcess
 
@@ -121,12 +122,13 @@ async def troupe_run(
         seed=1,
         sync_timeout=300,
         stats=AttemptStats(),  # keeps the latencies the figures are read from
+        # Instruction counts hold events back until the bindings drain.
+        options=Options(event_hold=1e9) if args.callgrind else None,
     )
     await daemon.start()
     scheduler = daemon.scheduler
     assert scheduler is not None
     if args.callgrind:
-        scheduler.writer.event_hold = 1e9  # until the bindings drain
         callgrind_instrumentation("on")
     start = time.perf_counter()
     cpu_start, server_cpu_start = cpu_seconds(), server.cpu_seconds()

@@ -80,10 +80,11 @@ from troupe.api.config import ResolvedConfig, config_document, load_config
 from troupe.api.gangs import POD_GROUP_LABEL, group_ref_of
 from troupe.plugins.registry import catalog, default_registry
 from troupe.queue.entity import QueuedEntity, QueuedPodInfo
-from troupe.scheduler.loop.schedule_one import Scheduler
+from troupe.scheduler.loop.schedule_one import LoopHooks
 from troupe.scheduler.observe.stats import AttemptStats
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.service.logs import configure_logging
+from troupe.scheduler.service.wiring import Options
 from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL
 
 from bench.server import NAMESPACE, ServerProcess
@@ -237,8 +238,8 @@ class GangStats(AttemptStats):
     """AttemptStats that also knows which gang each pod scheduling cycle served, and
     when the last pod was bound.
 
-    Neither ``cycle`` nor the attempt hooks name the pod, so ``watch`` wraps the
-    queue's ``pop`` (the loop pops, runs one cycle, reports it, pops again: the
+    Neither ``cycle`` nor the attempt hooks name the pod, so ``loop_hooks`` follow the
+    loop's pops (the loop pops, runs one cycle, reports it, pops again: the
     report belongs to the entity popped last). Failed cycles arrive through
     ``attempt`` with their duration (so does a failed binding, rare in these runs,
     which is then counted for the gang popped last). ``bound_pods`` counts bindings
@@ -253,19 +254,14 @@ class GangStats(AttemptStats):
         self._current = ""
         self._profiler = profiler
 
-    def watch(self, scheduler: Scheduler) -> None:
-        """Attribute cycles to the entity popped; call before the loop's first pop
-        (the daemon was built with these statistics)."""
-        pop = scheduler.queue.pop
+    def loop_hooks(self) -> LoopHooks:
+        """The loop's hooks that attribute cycles to the entity popped (the daemon
+        is built with them and with these statistics)."""
+        return LoopHooks(before_pop=self._before_pop, popped=self._begin)
 
-        async def attributed_pop() -> QueuedEntity | None:
-            if self._profiler is not None:
-                self._profiler.disable()
-            entity = await pop()
-            self._begin(entity)
-            return entity
-
-        setattr(scheduler.queue, "pop", attributed_pop)  # noqa: B010 (bench-only wrapper)
+    def _before_pop(self) -> None:
+        if self._profiler is not None:
+            self._profiler.disable()
 
     def _begin(self, entity: QueuedEntity | None) -> None:
         self._current = ""
@@ -400,11 +396,9 @@ async def run_one(
                 seed=1,
                 sync_timeout=300,
                 stats=stats,
+                options=Options(hooks=stats.loop_hooks()),
             )
             await daemon.start()
-            # The scheduling loop task exists but has not run yet: nothing popped.
-            assert daemon.scheduler is not None
-            stats.watch(daemon.scheduler)
             start = time.perf_counter()
             finished = await until(lambda: stats.bound_pods >= shape.pods, start + args.timeout)
             await daemon.stop(grace=5)

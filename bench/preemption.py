@@ -84,10 +84,11 @@ import numpy as np
 import yaml
 from troupe.api.quantity import to_milli
 from troupe.queue.entity import QueuedEntity, QueuedGroupInfo
-from troupe.scheduler.loop.schedule_one import Scheduler
+from troupe.scheduler.loop.schedule_one import LoopHooks
 from troupe.scheduler.observe.stats import AttemptStats
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.service.logs import configure_logging
+from troupe.scheduler.service.wiring import Options
 from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL
 
 from bench.gang import scheduler_config, until
@@ -190,8 +191,8 @@ class PreemptionStats(AttemptStats):
     """AttemptStats keeping each pod-group cycle's duration by result, each gang's
     first ``waiting_on_preemption`` cycle, and preemptor bindings.
 
-    The group cycle reports its result before the loop pops again, so ``watch`` wraps
-    the queue's ``pop`` to know which gang a report is about (as ``bench.gang``)."""
+    The group cycle reports its result before the loop pops again, so ``loop_hooks`` follow
+    the loop's pops to know which gang a report is about (as ``bench.gang``)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -201,15 +202,12 @@ class PreemptionStats(AttemptStats):
         self.last_bound = 0.0
         self._current = ""
 
-    def watch(self, scheduler: Scheduler) -> None:
-        pop = scheduler.queue.pop
+    def loop_hooks(self) -> LoopHooks:
+        """The loop's hooks that note which gang was popped last."""
+        return LoopHooks(popped=self._popped)
 
-        async def attributed_pop() -> QueuedEntity | None:
-            entity = await pop()
-            self._current = entity.key if isinstance(entity, QueuedGroupInfo) else ""
-            return entity
-
-        setattr(scheduler.queue, "pop", attributed_pop)  # noqa: B010 (bench-only wrapper)
+    def _popped(self, entity: QueuedEntity | None) -> None:
+        self._current = entity.key if isinstance(entity, QueuedGroupInfo) else ""
 
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         if result == "scheduled":
@@ -456,10 +454,9 @@ async def run_one(
                 seed=1,
                 sync_timeout=300,
                 stats=stats,
+                options=Options(hooks=stats.loop_hooks()),
             )
             await daemon.start()
-            assert daemon.scheduler is not None
-            stats.watch(daemon.scheduler)
             start = time.perf_counter()
             finished = await until(lambda: stats.bound_pods >= shape.pods, start + timeout)
             await daemon.stop(grace=5)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections import Counter, defaultdict
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from bench.gang import (
@@ -22,8 +22,6 @@ from bench.gang import (
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
 from troupe.queue.entity import QueuedEntity, QueuedPodInfo
-from troupe.scheduler.loop.schedule_one import Scheduler
-from troupe.scheduler.observe.stats import AttemptStats
 from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL
 
 from bench import server
@@ -99,20 +97,6 @@ def entity(name: str, group: str | None) -> QueuedPodInfo:
     return QueuedPodInfo.of(PodInfo.of(pod), 0.0)
 
 
-class FakeQueue:
-    def __init__(self, entities: list[QueuedEntity]) -> None:
-        self.entities = entities
-
-    async def pop(self) -> QueuedEntity | None:
-        return self.entities.pop(0) if self.entities else None
-
-
-class FakeScheduler:
-    def __init__(self, entities: list[QueuedEntity]) -> None:
-        self.queue = FakeQueue(entities)
-        self.stats = AttemptStats()
-
-
 # A step pops the next pod of the named gang ("" for a pod without one) and reports
 # a cycle, or reports a binding (no pop: bindings run beside the loop).
 Step = tuple[str | None, str, float]
@@ -146,12 +130,13 @@ async def test_pod_cycles_are_attributed_to_their_gang(
 ) -> None:
     pops = [step[0] for step in steps if step[0] is not None]
     pods: list[QueuedEntity] = [entity(f"p{i}", group or None) for i, group in enumerate(pops)]
-    fake = FakeScheduler(pods)
     stats = GangStats()
-    stats.watch(cast(Scheduler, fake))
+    hooks = stats.loop_hooks()
     for group, report, seconds in steps:
         if group is not None:
-            await fake.queue.pop()
+            # The loop's pop, as the daemon's hooks see it.
+            hooks.before_pop()
+            hooks.popped(pods.pop(0))
         if report == "cycle":
             stats.cycle(seconds)
         else:

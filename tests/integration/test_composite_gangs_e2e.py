@@ -234,7 +234,7 @@ async def apply_workload_first(
     are never placed before it is known (the informers run independently)."""
     await apply(kubeconfig, workload)
     await eventually(
-        lambda: daemon.scheduler.groups.template_workload("default", "job") is not None,
+        lambda: daemon.wired.groups.template_workload("default", "job") is not None,
         timeout=30,
         what="troupe read the Workload",
     )
@@ -247,7 +247,7 @@ async def test_a_tree_that_follows_its_v1alpha3_workload_templates_binds(
     bindings = Bindings(cluster)
     await apply_workload_first(kubeconfig, daemon, replica_workload())
     # Read at v1alpha3, with its composite templates.
-    read = daemon.scheduler.groups.template_workload("default", "job")
+    read = daemon.wired.groups.template_workload("default", "job")
     assert read is not None and read.api_version == "scheduling.k8s.io/v1alpha3"
     await apply(kubeconfig, *replica_groups("root"))
     await eventually(
@@ -377,11 +377,11 @@ async def test_a_leaf_waits_for_its_parent_composite_then_joins_it(
     await apply(kubeconfig, *quorum[1:])
     ref = GroupRef(GangApi.POD_GROUP, "default", "workers")
     await eventually(
-        lambda: daemon.scheduler.groups.problem(ref) is not None,
+        lambda: daemon.wired.groups.problem(ref) is not None,
         timeout=30,
         what="the leaves waiting for their parent",
     )
-    problem = daemon.scheduler.groups.problem(ref)
+    problem = daemon.wired.groups.problem(ref)
     assert problem is not None and "waiting for CompositePodGroup default/job" in str(problem)
     assert bindings.node == {}
     await apply(kubeconfig, quorum[0])

@@ -69,9 +69,9 @@ async def test_anti_affinity_by_namespace_label_is_enforced_and_follows_a_relabe
     # Web pods on every node; only those of shop and blog (team=a) keep the pod away.
     for namespace, node in (("shop", n0), ("blog", n1), ("lab", n2)):
         cluster.store.create("pods", web(namespace, node))
-    scheduler = daemon.scheduler
+    scheduler = daemon.wired
     assert scheduler is not None
-    namespaces = scheduler.frameworks["troupe-scheduler"].namespaces
+    namespaces = scheduler.profiles["troupe-scheduler"].namespaces
     await eventually(
         lambda: (
             all(f"{ns}/web" in scheduler.cache for ns in ("shop", "blog", "lab"))

@@ -162,7 +162,7 @@ async def test_a_pod_prefers_a_node_whose_victims_break_no_disruption_budget(
             "status": {"disruptionsAllowed": 0},
         },
     )
-    scheduler = daemon.scheduler
+    scheduler = daemon.wired
     assert scheduler is not None
     await eventually(lambda: "default/guarded" in scheduler.pdbs, what="the PDB informer")
     gone = Deletions(cluster)

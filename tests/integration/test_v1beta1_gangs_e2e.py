@@ -72,7 +72,7 @@ async def test_a_v1beta1_gang_is_read_at_one_version_bound_whole_and_reported(
     paths = [i.path for i in daemon.informers.informers]
     assert "/apis/scheduling.k8s.io/v1beta1/podgroups" in paths
     assert not [p for p in paths if p.startswith("/apis/scheduling.k8s.io/v1alpha2/")]
-    groups = daemon.scheduler.groups
+    groups = daemon.wired.groups
     assert groups.refs_for_object(GangApi.POD_GROUP, "default", "train") == [
         GroupRef(GangApi.POD_GROUP, "default", "train")
     ]
@@ -115,7 +115,7 @@ async def test_lowering_min_count_with_kubectl_binds_a_pending_gang_and_raising_
     bound = dict(bindings.node)
 
     await patch(4)
-    policy = daemon.scheduler.groups.policy
+    policy = daemon.wired.groups.policy
     await eventually(
         lambda: (p := policy(ref)) is not None and p.min_count == 4,
         timeout=30,

@@ -262,7 +262,7 @@ async def test_a_scheduler_plugins_gang_spares_pods_a_disruption_budget_protects
     await apply(kubeconfig, budget, *guarded, *others)
     await eventually(lambda: running(cluster, "guarded-", 4), timeout=30, what="guarded running")
     await eventually(lambda: running(cluster, "single-", 8), timeout=30, what="cluster full")
-    scheduler = daemon.scheduler
+    scheduler = daemon.wired
     assert scheduler is not None
     await eventually(lambda: "default/guarded" in scheduler.pdbs, what="the PDB informer")
     gone = Deletions(cluster)

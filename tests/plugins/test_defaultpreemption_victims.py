@@ -24,7 +24,7 @@ def select(
 ) -> NodeVictims | Status:
     h = harness()
     h.pods(pods)
-    handle = h.scheduler.frameworks[SCHEDULER]
+    handle = h.parts.profiles[SCHEDULER]
     slot = handle.table.slot("n1")
     assert slot is not None
     return select_victims_on_node(handle, preemptor, slot, budgets or [])
@@ -114,7 +114,7 @@ def test_a_budget_breaking_victim_is_counted_when_it_must_go() -> None:
 def test_selection_leaves_the_table_as_it_was() -> None:
     h = harness()
     h.pods([running(f"low-{i}", "n1", priority=i) for i in range(4)])
-    handle = h.scheduler.frameworks[SCHEDULER]
+    handle = h.parts.profiles[SCHEDULER]
     table = handle.table
     slot = table.slot("n1")
     assert slot is not None
@@ -129,7 +129,7 @@ def test_a_higher_priority_nominated_pod_keeps_its_room_during_selection() -> No
     h.pods([running(f"low-{i}", "n1", priority=i) for i in range(4)])
     nominee = pending("nominee", cpu="2", priority=1000).nominated("n1").info()
     h.scheduler.queue.add_nominated(nominee, "n1")
-    handle = h.scheduler.frameworks[SCHEDULER]
+    handle = h.parts.profiles[SCHEDULER]
     slot = handle.table.slot("n1")
     assert slot is not None
     # 2 cpu for the nominee, 2 for the preemptor: every low pod must go.

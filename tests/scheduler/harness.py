@@ -11,9 +11,8 @@ from troupe.api.config import config_document, load_config
 from troupe.api.framework import NamespaceLabels
 from troupe.api.objects import Namespace, Node, ObjectMeta, Pod
 from troupe.plugins.registry import Registry, catalog, default_registry
-from troupe.scheduler.loop.schedule_one import Scheduler
 from troupe.scheduler.observe.metrics import SchedulerMetrics
-from troupe.scheduler.service.handlers import ClusterEventHandlers
+from troupe.scheduler.service.wiring import Options, build_scheduler
 
 from tests.scheduler.fakes import Recorder
 
@@ -27,6 +26,7 @@ class Harness:
         seed: int = 0,
         metrics: SchedulerMetrics | None = None,
         namespaces: NamespaceLabels | None = None,
+        batching: bool = True,
     ) -> None:
         self.registry = registry or default_registry()
         self.config = load_config(config_document(**(config or {})), catalog(self.registry))
@@ -34,17 +34,23 @@ class Harness:
         self.client = Recorder()
         # Namespace labels as the Namespace informer would keep them.
         self.namespaces = namespaces if namespaces is not None else NamespaceLabels()
-        self.scheduler = Scheduler(
+        self.echo = echo
+        self.wire(Options(seed=seed, batching=batching), metrics)
+
+    def wire(self, options: Options, metrics: SchedulerMetrics | None = None) -> None:
+        """(Re)build the scheduler's parts with ``options``, before any event."""
+        self.parts = build_scheduler(
             self.config,
             self.registry,
             self.client,
             self.clock,
-            seed=seed,
+            options=options,
             metrics=metrics,
             namespaces=self.namespaces,
         )
-        self.handlers = ClusterEventHandlers(self.scheduler)
-        if echo:
+        self.scheduler = self.parts.scheduler
+        self.handlers = self.parts.handlers()
+        if self.echo:
             self.client.echo_to = self.handlers.on_pod_update
 
     def nodes(self, nodes: Iterable[Node]) -> Harness:

@@ -9,6 +9,9 @@ the status the disruption controller maintains matter: ``disruptionsAllowed`` an
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
 from pydantic import Field
 
 from troupe.api.objects import KubeModel, KubeObject, LabelSelector, ObjectMeta, Pod, kube_model
@@ -44,3 +47,42 @@ class PodDisruptionBudget(KubeObject):
         if selector is None or not (selector.match_labels or selector.match_expressions):
             return False
         return label_selector_matches(selector, pod.metadata.labels)
+
+
+class PdbLister(Protocol):
+    """The cluster's PodDisruptionBudgets as the PDB informer last saw them (upstream
+    preemption reads a PDB lister from the informer factory)."""
+
+    def list(self) -> Sequence[PodDisruptionBudget]: ...
+
+    def __contains__(self, key: object) -> bool:
+        """Whether the budget ``namespace/name`` is known."""
+        ...
+
+
+class PodDisruptionBudgets:
+    """The ``PdbLister`` the scheduler keeps: the PDB informer
+    (``troupe.kube.pdb_informer``) writes it, preemption reads it through
+    ``Handle.pod_disruption_budgets``."""
+
+    __slots__ = ("_budgets",)
+
+    def __init__(self, budgets: Iterable[PodDisruptionBudget] = ()) -> None:
+        self._budgets: dict[str, PodDisruptionBudget] = {}
+        for pdb in budgets:
+            self.put(pdb)
+
+    def put(self, pdb: PodDisruptionBudget) -> None:
+        self._budgets[f"{pdb.metadata.namespace}/{pdb.metadata.name}"] = pdb
+
+    def remove(self, pdb: PodDisruptionBudget) -> None:
+        self._budgets.pop(f"{pdb.metadata.namespace}/{pdb.metadata.name}", None)
+
+    def list(self) -> Sequence[PodDisruptionBudget]:
+        return list(self._budgets.values())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._budgets
+
+    def __len__(self) -> int:
+        return len(self._budgets)

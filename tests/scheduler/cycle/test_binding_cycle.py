@@ -64,7 +64,7 @@ async def test_a_raising_postbind_plugin_does_not_undo_a_successful_binding() ->
     await h.settle()
     assert h.client.bindings == [("default/p", "n1")]
     # The rest of the binding cycle ran: later PostBind plugins, event, statistics.
-    counting = h.scheduler.frameworks["troupe-scheduler"].plugins["CountingPostBind"]
+    counting = h.parts.profiles["troupe-scheduler"].plugins["CountingPostBind"]
     assert counting.seen == ["default/p"]  # type: ignore[attr-defined]
     (event,) = h.client.events_for("default/p", "Scheduled")
     assert event.note == "Successfully assigned default/p to n1"

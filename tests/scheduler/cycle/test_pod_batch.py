@@ -16,7 +16,7 @@ from troupe.api.objects import Namespace
 from troupe.api.podinfo import PodInfo
 from troupe.scheduler.cycle.batch_placer import signature
 from troupe.scheduler.framework.runtime import Framework
-from troupe.scheduler.loop.schedule_one import Scheduler
+from troupe.scheduler.service.wiring import Wired
 
 from tests.plugins.builders import NodeBuilder, PodBuilder, make_node, make_pod
 from tests.scheduler.harness import Harness
@@ -24,7 +24,7 @@ from tests.scheduler.harness import Harness
 PROFILE = "troupe-scheduler"
 
 
-def best_nodes(s: Scheduler, fwk: Framework, info: PodInfo) -> set[str]:
+def best_nodes(s: Wired, fwk: Framework, info: PodInfo) -> set[str]:
     """The nodes a full cycle over every node would choose among for ``info`` now."""
     table = s.cache.table
     state = s.algorithm.new_cycle_state()
@@ -45,7 +45,7 @@ class Checked:
     full evaluation taken just before it."""
 
     def __init__(self, h: Harness) -> None:
-        self.s = h.scheduler
+        self.s = h.parts
         self.batched: list[str] = []
         self.wrong: list[tuple[str, str, set[str]]] = []
         original = self.s.pod_batches.place
@@ -138,7 +138,7 @@ async def test_a_run_of_identical_pods_is_batched_after_its_first_pod() -> None:
     assert len(h.client.bindings) == 20
     # The first pod runs the full cycle; each following one reuses the evaluation.
     assert len(checked.batched) == 19 and checked.wrong == []
-    assert h.scheduler.pod_batches.batches == 1
+    assert h.parts.pod_batches.batches == 1
     # LeastAllocated still spreads them: 20 pods over 6 equal nodes.
     per_node: dict[str, int] = {}
     for _, n in h.client.bindings:
@@ -151,16 +151,16 @@ async def test_any_other_cluster_change_ends_the_batch() -> None:
     h = Harness().nodes([node(f"n{i}").obj() for i in range(4)])
     h.pods([pod(f"a{i}").obj() for i in range(3)])
     await h.settle()
-    assert h.scheduler.pod_batches.batched == 2
+    assert h.parts.pod_batches.batched == 2
     # A node arrives: the next pod of the same shape runs the full cycle first.
     h.nodes([node("big", cpu="64", memory="256Gi").obj()])
     h.pods([pod("b0").obj()])
     await h.settle()
-    assert h.scheduler.pod_batches.batched == 2
+    assert h.parts.pod_batches.batched == 2
     assert h.client.node_of("default/b0") == "big"
     h.pods([pod(f"b{i}").obj() for i in range(1, 4)])
     await h.settle()
-    assert h.scheduler.pod_batches.batched == 5
+    assert h.parts.pod_batches.batched == 5
     assert {h.client.node_of(f"default/b{i}") for i in range(4)} == {"big"}
     await h.close()
 
@@ -171,7 +171,7 @@ async def test_pods_of_another_shape_in_between_start_over() -> None:
     h.pods(pod(f"x{i}", cpu="100m" if i % 2 == 0 else "1").obj() for i in range(8))
     await h.settle()
     assert len(h.client.bindings) == 8
-    assert h.scheduler.pod_batches.batched == 0
+    assert h.parts.pod_batches.batched == 0
     await h.close()
 
 
@@ -248,7 +248,7 @@ async def test_a_namespace_relabelled_ends_a_batch() -> None:
     h = Harness().nodes([node(f"n{i}").obj() for i in range(4)])
     h.pods([pod(f"p{i}").obj() for i in range(3)])
     await h.settle()
-    batches = h.scheduler.pod_batches
+    batches = h.parts.pod_batches
     assert batches._placer is not None
     before = Namespace.model_validate({"metadata": {"name": "default", "labels": {}}})
     after = Namespace.model_validate({"metadata": {"name": "default", "labels": {"t": "x"}}})

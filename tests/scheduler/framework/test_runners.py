@@ -150,7 +150,7 @@ def _harness(point: str, plugin: type[Broken]) -> tuple[Harness, list[tuple[str,
     h = Harness({"profiles": [{"plugins": plugins}]}, registry=registry)
     h.nodes([make_node().name("n1").capacity(cpu="4", memory="8Gi", pods=110).obj()])
     observed: list[tuple[str, str, str]] = []
-    fwk = h.scheduler.frameworks["troupe-scheduler"]
+    fwk = h.parts.profiles["troupe-scheduler"]
     fwk.observe = lambda pt, pl, code, seconds: observed.append((pt, pl, code))
     return h, observed
 
@@ -169,7 +169,7 @@ async def test_an_error_is_wrapped_and_stamped_at_every_point(
     point: str, plugin: type[Broken]
 ) -> None:
     h, observed = _harness(point, plugin)
-    fwk = h.scheduler.frameworks["troupe-scheduler"]
+    fwk = h.parts.profiles["troupe-scheduler"]
     info = make_pod().name("p").req(cpu="1").scheduler_name("troupe-scheduler").info()
     name, run = RUNNERS[point]
     result = run(fwk, h, info)
@@ -229,14 +229,14 @@ def _two_plugins(ran: list[str], fail: bool) -> tuple[Harness, list[tuple[str, s
     }
     h = Harness({"profiles": [{"plugins": plugins}]}, registry=registry)
     observed: list[tuple[str, str, str]] = []
-    fwk = h.scheduler.frameworks["troupe-scheduler"]
+    fwk = h.parts.profiles["troupe-scheduler"]
     fwk.observe = lambda pt, pl, code, seconds: observed.append((pt, pl, code))
     return h, observed
 
 
 async def test_a_permit_that_waits_is_timed_as_wait_and_the_pod_is_held() -> None:
     h, observed = _two_plugins([], fail=False)
-    fwk = h.scheduler.frameworks["troupe-scheduler"]
+    fwk = h.parts.profiles["troupe-scheduler"]
     info = make_pod().name("p").scheduler_name("troupe-scheduler").info()
     status = fwk.run_permit(CycleState(), info, "n1", h.scheduler.waiting)
     assert status.code is Code.WAIT
@@ -253,7 +253,7 @@ async def test_unreserve_runs_in_reverse_and_postbind_in_order_whatever_fails(
 ) -> None:
     ran: list[str] = []
     h, observed = _two_plugins(ran, fail)
-    fwk = h.scheduler.frameworks["troupe-scheduler"]
+    fwk = h.parts.profiles["troupe-scheduler"]
     info = make_pod().name("p").scheduler_name("troupe-scheduler").info()
     fwk.run_unreserve(CycleState(), info, "n1")
     fwk.run_post_bind(CycleState(), info, "n1")

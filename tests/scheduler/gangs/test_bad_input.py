@@ -219,7 +219,7 @@ async def test_the_timeout_of_a_bad_group_names_the_problem_not_a_placeholder_qu
     h.pods(member("bad", i) for i in range(2))
     await h.settle()
     h.clock.advance(301)
-    assert h.scheduler.gang_timeouts.sweep() == ["default/bad"]
+    assert h.parts.gang_timeouts.sweep() == ["default/bad"]
     await h.settle()
     message = h.client.conditions["default/bad-0"].message
     assert message == (

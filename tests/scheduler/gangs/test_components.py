@@ -23,6 +23,7 @@ from troupe.scheduler.framework.waiting_pods import WaitingPods
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.placement import GangPlacer
 from troupe.scheduler.gangs.report import GangReporter
+from troupe.scheduler.gangs.topology import TopologyPlacer
 
 from tests.plugins.builders import make_node
 from tests.scheduler.fakes import Recorder
@@ -85,6 +86,7 @@ class Parts:
             ended=self.ended,
         )
         self.placer = GangPlacer(self.algorithm, self.groups)
+        self.topology = TopologyPlacer(self.placer, self.groups)
 
     def gang(self, name: str, min_member: int, size: int) -> list[PodInfo]:
         self.groups.upsert(GangApi.COSCHEDULING, coscheduling_group(name, min_member))
@@ -121,11 +123,12 @@ def test_the_preemption_dry_run_reports_no_quorum_and_leaves_the_table_as_it_was
     entity = QueuedGroupInfo(
         key=ref.key, priority=0, timestamp=0.0, ref=ref, members={m.key: m for m in members}
     )
-    assert parts.placer.place_quorum(parts.fwk, entity, policy, members, 0) is None
+    assert parts.topology.place_quorum(parts.fwk, entity, policy, members, 0) == (None, 2)
     assert parts.requested_cpu() == 0
     # With one member already bound elsewhere the two others reach the quorum.
-    where = parts.placer.place_quorum(parts.fwk, entity, policy, members[:2], 1)
+    where, placed = parts.topology.place_quorum(parts.fwk, entity, policy, members[:2], 1)
     assert where is not None and sorted(where.values()) == ["n0", "n1"]
+    assert placed == 2
     assert parts.requested_cpu() == 0
 
 

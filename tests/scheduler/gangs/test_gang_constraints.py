@@ -56,9 +56,8 @@ def start(
     api: str = "coscheduling",
     batching: bool = True,
 ) -> Harness:
-    h = Harness().nodes(nodes)
     # Runs of identical members are placed as a batch unless this is off.
-    h.scheduler.group_cycle.batching = batching
+    h = Harness(batching=batching).nodes(nodes)
     if api == "coscheduling":
         h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group(group, min_count))
     elif api == "workload":

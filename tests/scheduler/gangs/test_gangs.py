@@ -234,10 +234,10 @@ async def test_a_gang_waiting_past_its_timeout_is_reported_once_per_period() -> 
     )
     h.pods(member("big", i) for i in range(3))
     await h.settle()
-    assert h.scheduler.gang_timeouts.sweep() == []
+    assert h.parts.gang_timeouts.sweep() == []
     h.clock.advance(31)
-    assert h.scheduler.gang_timeouts.sweep() == ["default/big"]
-    assert h.scheduler.gang_timeouts.sweep() == []  # not again within the period
+    assert h.parts.gang_timeouts.sweep() == ["default/big"]
+    assert h.parts.gang_timeouts.sweep() == []  # not again within the period
     await h.settle()
     message = h.client.conditions["default/big-0"].message
     assert message.startswith("gang default/big: not scheduled within its schedule timeout (30s)")
@@ -259,8 +259,7 @@ async def test_batched_placement_chooses_what_the_pod_cycle_would(seed: int) -> 
             .obj()
             for i in range(8)
         ]
-        h = Harness(seed=seed).nodes(cluster)
-        h.scheduler.group_cycle.batching = batching
+        h = Harness(seed=seed, batching=batching).nodes(cluster)
         h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("train", 12))
         h.pods(member("train", i, cpu="500m") for i in range(12))
         await h.settle()

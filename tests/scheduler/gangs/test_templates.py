@@ -152,5 +152,5 @@ async def test_a_gang_whose_pod_group_names_a_template_waits_for_it_and_then_run
     await h.settle()
     assert sorted(k for k, _ in h.client.bindings) == ["default/pg-0", "default/pg-1"]
     h.handlers.on_group_delete(GangApi.POD_GROUP, templates(workers=2))
-    assert h.scheduler.groups.get(GangApi.POD_GROUP, NS, "pg") is not None
+    assert h.parts.groups.get(GangApi.POD_GROUP, NS, "pg") is not None
     await h.close()

@@ -199,8 +199,8 @@ def test_a_cycle_scores_the_configured_share_of_nodes_and_the_next_one_goes_on()
     ).nodes([node(f"n{i:03}").obj() for i in range(200)])
     # Slot 150 cannot take the pod: it is looked at but not counted as feasible.
     h.handlers.on_pod_add(pod("filler").node("n150").req(cpu="4").obj())
-    s = h.scheduler
-    fwk = s.frameworks["troupe-scheduler"]
+    s = h.parts
+    fwk = s.profiles["troupe-scheduler"]
     info = pod("p").info()
     results = []
     for _ in range(3):

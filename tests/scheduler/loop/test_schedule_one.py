@@ -199,7 +199,7 @@ async def test_a_bind_refusal_the_informer_explains_is_never_retried(
     h.pods([pod])
     while h.scheduler.queue.pending_counts()["active"]:
         await h.scheduler.schedule_one()
-    assert h.scheduler.binding.in_flight("default/p")
+    assert h.parts.binding.in_flight("default/p")
     # What the informer reports while the binding is in flight.
     if informer == "deleted":
         h.handlers.on_pod_delete(pod)
@@ -266,7 +266,7 @@ async def test_a_reserve_failure_unreserves_and_forgets() -> None:
     ).nodes([node("n1").obj()])
     h.pods([make_pod().name("p").req(cpu="1").scheduler_name("troupe-scheduler").obj()])
     await h.settle()
-    plugin = h.scheduler.frameworks["troupe-scheduler"].plugins["RejectingReserve"]
+    plugin = h.parts.profiles["troupe-scheduler"].plugins["RejectingReserve"]
     assert plugin.unreserved == ["default/p"]  # type: ignore[attr-defined]
     assert "default/p" not in h.scheduler.cache
     assert h.client.conditions["default/p"].message == "no room in the reservation book"

@@ -5,9 +5,7 @@ incoming queue events, the SLI of bound pods."""
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
-from troupe.scheduler.loop.schedule_one import Scheduler
 from troupe.scheduler.observe.metrics import SchedulerMetrics
-from troupe.scheduler.service.handlers import ClusterEventHandlers
 
 from tests.plugins.builders import make_node, make_pod
 from tests.scheduler.harness import Harness
@@ -16,14 +14,8 @@ PROFILE = "troupe-scheduler"
 
 
 def harness_with_metrics() -> tuple[Harness, CollectorRegistry]:
-    h = Harness()
     registry = CollectorRegistry()
-    h.scheduler = Scheduler(
-        h.config, h.registry, h.client, h.clock, seed=0, metrics=SchedulerMetrics(registry)
-    )
-    h.handlers = ClusterEventHandlers(h.scheduler)
-    h.client.echo_to = h.handlers.on_pod_update
-    return h, registry
+    return Harness(metrics=SchedulerMetrics(registry)), registry
 
 
 def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
@@ -74,12 +66,11 @@ async def test_a_run_records_attempts_points_sampled_plugins_and_the_sli() -> No
 
 async def test_without_metrics_no_cycle_is_sampled() -> None:
     h = Harness()
-    state = h.scheduler.algorithm.new_cycle_state()
+    state = h.parts.algorithm.new_cycle_state()
     from troupe.scheduler.framework.runtime import RECORD_PLUGIN_METRICS
 
     assert all(
-        h.scheduler.algorithm.new_cycle_state().get(RECORD_PLUGIN_METRICS) is None
-        for _ in range(200)
+        h.parts.algorithm.new_cycle_state().get(RECORD_PLUGIN_METRICS) is None for _ in range(200)
     )
     assert state.get(RECORD_PLUGIN_METRICS) is None
     await h.close()

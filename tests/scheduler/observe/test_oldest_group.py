@@ -43,7 +43,7 @@ class GroupQueue:
 
 def test_the_oldest_group_keeps_its_age_wherever_it_is() -> None:
     registry, clock, queue = CollectorRegistry(), FakeClock(start=1000.0), GroupQueue()
-    SchedulerMetrics(registry).attach(queue, FakeCache(), clock)  # type: ignore[arg-type]
+    SchedulerMetrics(registry).watch_state(queue, FakeCache(), clock)  # type: ignore[arg-type]
     assert registry.get_sample_value(NAME) == 0, "no group pending"
 
     old, new = group("old"), group("new")

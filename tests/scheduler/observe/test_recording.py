@@ -225,7 +225,7 @@ class FakeCache:
 def test_state_gauges_are_read_at_scrape_time() -> None:
     m, r = fresh()
     queue = FakeQueue()
-    m.attach(queue, FakeCache())  # type: ignore[arg-type]
+    m.watch_state(queue, FakeCache())  # type: ignore[arg-type]
     assert value(r, "scheduler_pending_pods", queue="unschedulable") == 0
     queue.pools["unschedulable"] = [
         queued_pod("a", {"NodeResourcesFit"}),
@@ -251,7 +251,8 @@ def test_two_schedulers_in_one_process_do_not_share_metrics() -> None:
 
 
 def test_the_removed_e2e_histogram_is_never_exported() -> None:
-    _, r = fresh()
+    m, r = fresh()
+    m.watch_state(FakeQueue(), FakeCache())  # type: ignore[arg-type]
     names = {metric.name for metric in r.collect()}
     assert "scheduler_e2e_scheduling_duration_seconds" not in names
     assert "scheduler_pending_pods" in names

@@ -23,7 +23,7 @@ errors as ``running "<Plugin>" <point> plugin: <error>``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,11 +33,13 @@ from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.config import ResolvedProfile
 from troupe.api.cycle import CycleState
+from troupe.api.events import ClusterEventWithHint
 from troupe.api.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
     Diagnosis,
+    EnqueueExtensions,
     FilterPlugin,
     FilterResult,
     NamespaceLabels,
@@ -67,7 +69,7 @@ from troupe.api.framework import (
 from troupe.api.gangs import GroupDirectory, NoGroups
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.objects import Pod
-from troupe.api.pdb import PodDisruptionBudget
+from troupe.api.pdb import PdbLister, PodDisruptionBudget, PodDisruptionBudgets
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import CODE_NAMES, SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
@@ -128,18 +130,18 @@ class Framework(GroupPoints, BindingPoints):
         waiting: WaitingPods,
         groups: GroupDirectory | None = None,
         nominated: NominatedPods | None = None,
-        pdbs: Mapping[str, PodDisruptionBudget] | None = None,
+        pdbs: PdbLister | None = None,
         namespaces: NamespaceLister | None = None,
-        observer: Observer = no_observer,
+        observer: Observer | None = None,
     ) -> None:
         self.profile = profile
         self.name = profile.scheduler_name
-        self.observe = observer
+        self.observe: Observer = observer if observer is not None else no_observer
         self._client, self._clock, self._table = client, clock, table
         self._waiting = waiting
         self._groups: GroupDirectory = groups if groups is not None else NoGroups()
         self.nominated = nominated if nominated is not None else NominatedPods(_NoNominations(), ())
-        self._pdbs: Mapping[str, PodDisruptionBudget] = pdbs if pdbs is not None else {}
+        self._pdbs: PdbLister = pdbs if pdbs is not None else PodDisruptionBudgets()
         self._namespaces = namespaces if namespaces is not None else NamespaceLabels()
         names: list[str] = []
         for refs in profile.points.values():
@@ -215,6 +217,12 @@ class Framework(GroupPoints, BindingPoints):
         self._normalizers: dict[str, ScoreExtensions] = {
             name: plugin for name, plugin, _ in self.score if isinstance(plugin, ScoreExtensions)
         }
+        # Each plugin's events and queueing hints (upstream EnqueueExtensions).
+        self.queueing_hints: list[tuple[str, Sequence[ClusterEventWithHint]]] = [
+            (name, plugin.events_to_register())
+            for name, plugin in plugins.items()
+            if isinstance(plugin, EnqueueExtensions)
+        ]
 
     # --- the handle plugins are built with (api.framework.Handle) --------------------
 
@@ -251,7 +259,7 @@ class Framework(GroupPoints, BindingPoints):
         return self.nominated.for_node(pod, node)
 
     def pod_disruption_budgets(self) -> Sequence[PodDisruptionBudget]:
-        return list(self._pdbs.values())
+        return self._pdbs.list()
 
     @property
     def namespaces(self) -> NamespaceLister:

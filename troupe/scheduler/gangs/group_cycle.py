@@ -102,14 +102,6 @@ class GroupCycle:
         self.stats = stats
         self.report = report
 
-    @property
-    def batching(self) -> bool:
-        return self.placer.batching
-
-    @batching.setter
-    def batching(self, value: bool) -> None:
-        self.placer.batching = value
-
     # --- the cycle -------------------------------------------------------------------
 
     async def run(self, fwk: Framework, entity: QueuedGroupInfo, cycle: int) -> None:

@@ -14,8 +14,7 @@
    failure.
 
 What it places stays placed (assumed and reserved) for the caller to admit or
-revert. ``place_quorum`` is the dry run of gang preemption
-(``troupe.scheduler.gangs.preemption``): where the members would go, reverted.
+revert.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from troupe.api.gangs import GangPolicy, GroupRef
 from troupe.api.nodetable import BoolArray
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
-from troupe.queue.entity import QueuedGroupInfo
 from troupe.scheduler.cycle.algorithm import PodAlgorithm
 from troupe.scheduler.cycle.batch_placer import BatchPlacer, runs
 from troupe.scheduler.cycle.results import CycleFailure, ScheduleResult
@@ -250,25 +248,6 @@ class GangPlacer:
         """Undo every placement, last first."""
         for p in reversed(placed):
             self.algorithm.revert(fwk, p.state, p.info, p.result.node)
-
-    def place_quorum(
-        self,
-        fwk: Framework,
-        entity: QueuedGroupInfo,
-        policy: GangPolicy,
-        members: list[PodInfo],
-        already: int,
-    ) -> dict[str, str] | None:
-        """Where the members would go as the table stands ({member key: node}), if
-        that reaches the quorum; None if not. Nothing stays placed (the preemption dry
-        run, ``troupe.scheduler.gangs.preemption``)."""
-        placed, _, shortfall = self.place(fwk, entity.ref, policy, members, already)
-        try:
-            if shortfall or already + len(placed) < policy.min_count:
-                return None
-            return {p.info.key: p.result.node for p in placed}
-        finally:
-            self.revert(fwk, placed)
 
     def _place_batch(
         self,

@@ -30,14 +30,13 @@ See docs/preemption.md, "Gangs".
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from troupe.api.cycle import CycleState
 from troupe.api.framework import DisruptionPlan, GroupEvaluation, GroupPreemptor
 from troupe.api.gangs import GangPolicy, GroupKey, GroupRef
-from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code
 from troupe.plugins.defaultpreemption.group import NO_CANDIDATES
@@ -85,7 +84,6 @@ class GangPreemption:
         preemptions: Preemptions,
         cache: Cache,
         groups: GangDirectory,
-        pdbs: Mapping[str, PodDisruptionBudget],
         new_cycle_state: Callable[[], CycleState],
         place: PlaceFn,
         in_place: Callable[[Framework, list[PodInfo]], bool] | None = None,
@@ -95,7 +93,6 @@ class GangPreemption:
         self._preemptions = preemptions
         self._cache = cache
         self._groups = groups
-        self._pdbs = pdbs
         self._new_cycle_state = new_cycle_state
         self._place = place
         self._in_place = in_place

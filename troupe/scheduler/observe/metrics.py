@@ -38,7 +38,7 @@ from prometheus_client import (
 )
 from prometheus_client.metrics_core import GaugeMetricFamily
 
-from troupe.api.clock import Clock
+from troupe.api.clock import Clock, RealClock
 from troupe.scheduler.observe.fastmetrics import (
     CounterChild,
     CounterFamily,
@@ -138,6 +138,26 @@ class SchedulerMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
         r = registry
+        self._define_pod_metrics(r)
+        self._define_group_metrics(r)
+        self._define_process_metrics(r)
+        # Children by the recording calls' raw arguments (before label mapping).
+        self._attempts: dict[tuple[str, str], tuple[CounterChild, HistogramChild]] = {}
+        self._group_attempts: dict[tuple[str, str, str], tuple[CounterChild, HistogramChild]] = {}
+        self._requests: dict[tuple[str, str, str], tuple[CounterChild, HistogramChild]] = {}
+        self._permit_waits: dict[str, HistogramChild] = {}
+        self._partial_labels: set[tuple[str, str]] = set()
+        self._slis: dict[int, HistogramChild] = {}
+        self._algorithm = self.algorithm_duration.labels()
+        self._pod_attempts = self.pod_attempts.labels()
+        self._preemption_attempts = self.preemption_attempts.labels()
+        self._preemption_victims = self.preemption_victims_count.labels()
+        self._workload_preemption_victims = self.workload_preemption_victims_count.labels()
+        self._workload_preemption_duration = self.workload_preemption_duration.labels()
+        self._workload_preemption_reprieved = self.workload_preemption_reprieved.labels()
+
+    def _define_pod_metrics(self, r: CollectorRegistry) -> None:
+        """kube-scheduler's pod attempt, queue, extension point and SLI families."""
         self.schedule_attempts = CounterFamily(
             "scheduler_schedule_attempts_total",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a "
@@ -199,6 +219,9 @@ class SchedulerMetrics:
             buckets=PERMIT_WAIT_BUCKETS,
             registry=r,
         )
+
+    def _define_group_metrics(self, r: CollectorRegistry) -> None:
+        """Pod-group attempts and preemption (pods' and groups')."""
         self.group_attempts = CounterFamily(
             "scheduler_podgroup_schedule_attempts_total",
             "Number of attempts to schedule pod groups, by the result, scheduler profile "
@@ -253,6 +276,9 @@ class SchedulerMetrics:
             "reprieve of pod group preemptions carried out",
             registry=r,
         )
+
+    def _define_process_metrics(self, r: CollectorRegistry) -> None:
+        """The client, leader election and troupe's own gang recovery families."""
         self.rest_requests = CounterFamily(
             "rest_client_requests_total",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -289,22 +315,6 @@ class SchedulerMetrics:
             ["result"],
             registry=r,
         )
-        self._state = StateCollector(_state_families)
-        r.register(self._state)
-        # Children by the recording calls' raw arguments (before label mapping).
-        self._attempts: dict[tuple[str, str], tuple[CounterChild, HistogramChild]] = {}
-        self._group_attempts: dict[tuple[str, str, str], tuple[CounterChild, HistogramChild]] = {}
-        self._requests: dict[tuple[str, str, str], tuple[CounterChild, HistogramChild]] = {}
-        self._permit_waits: dict[str, HistogramChild] = {}
-        self._partial_labels: set[tuple[str, str]] = set()
-        self._slis: dict[int, HistogramChild] = {}
-        self._algorithm = self.algorithm_duration.labels()
-        self._pod_attempts = self.pod_attempts.labels()
-        self._preemption_attempts = self.preemption_attempts.labels()
-        self._preemption_victims = self.preemption_victims_count.labels()
-        self._workload_preemption_victims = self.workload_preemption_victims_count.labels()
-        self._workload_preemption_duration = self.workload_preemption_duration.labels()
-        self._workload_preemption_reprieved = self.workload_preemption_reprieved.labels()
 
     @classmethod
     def for_process(cls) -> SchedulerMetrics:
@@ -314,14 +324,13 @@ class SchedulerMetrics:
             registry.register(collector)
         return cls(registry)
 
-    def attach(self, queue: QueueView, cache: CacheView, clock: Clock | None = None) -> None:
-        """Read the scrape-time gauges from this queue and cache. ``clock`` is the
-        queue's (its timestamps are on it); by default the process's monotonic clock,
-        which is what ``SchedulerDaemon`` gives the queue."""
-        self._state.queue = queue
-        self._state.cache = cache
-        if clock is not None:
-            self._state.clock = clock
+    def watch_state(self, queue: QueueView, cache: CacheView, clock: Clock | None = None) -> None:
+        """Register the scrape-time gauges, read from this queue and cache. ``clock``
+        is the queue's (its timestamps are on it); by default the process's
+        monotonic clock, which is what ``SchedulerDaemon`` gives the queue. Called
+        once, by the composition root (``troupe.scheduler.service.wiring``), when
+        the queue and the cache exist."""
+        self.registry.register(StateCollector(_state_families, queue, cache, clock or RealClock()))
 
     def leading(self, name: str, leading: bool) -> None:
         """The leader elector's hook: 1 while this replica holds lease ``name``."""

@@ -5,7 +5,7 @@ scrapes, so the hot path pays nothing for them.
 (pending pods, unschedulable pods by plugin, cache size, queued entities, the age of
 the oldest pending pod group) from what it reads through ``QueueView`` (the
 ``SchedulingQueue``) and ``CacheView`` (the scheduler cache); ``SchedulerMetrics``
-registers it and attaches the queue and the cache.
+registers it once the queue and the cache exist (``watch_state``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import NamedTuple, Protocol
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from troupe.api.clock import Clock, RealClock
+from troupe.api.clock import Clock
 from troupe.queue import QueueName
 from troupe.queue.entity import QueuedEntity
 
@@ -66,11 +66,17 @@ class StateCollector(Collector):
     """Gauges read from the queue and the cache when Prometheus scrapes; ``families``
     builds them empty, once per scrape."""
 
-    def __init__(self, families: Callable[[], StateFamilies]) -> None:
+    def __init__(
+        self,
+        families: Callable[[], StateFamilies],
+        queue: QueueView,
+        cache: CacheView,
+        clock: Clock,
+    ) -> None:
         self._families = families
-        self.queue: QueueView | None = None
-        self.cache: CacheView | None = None
-        self.clock: Clock = RealClock()
+        self.queue = queue
+        self.cache = cache
+        self.clock = clock
 
     def describe(self) -> Iterable[Metric]:
         # Names only: the registry checks for duplicates without calling collect().
@@ -79,18 +85,16 @@ class StateCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         pending, unschedulable, cache, entities, oldest_group = self._families()
         queue = self.queue
-        if queue is not None:
-            oldest_group.add_metric([], _oldest_group_age(queue, self.clock.now()))
-            for name, n in sorted(queue.pending_counts().items()):
-                pending.add_metric([name], n)
-            for (name, kind), n in sorted(queue.entity_counts().items()):
-                entities.add_metric([name, kind], n)
-            for (plugin, profile), n in sorted(_rejections(queue).items()):
-                unschedulable.add_metric([plugin, profile], n)
-        if self.cache is not None:
-            cache.add_metric(["nodes"], self.cache.node_count)
-            cache.add_metric(["pods"], self.cache.pod_count)
-            cache.add_metric(["assumed_pods"], self.cache.assumed_count)
+        oldest_group.add_metric([], _oldest_group_age(queue, self.clock.now()))
+        for name, n in sorted(queue.pending_counts().items()):
+            pending.add_metric([name], n)
+        for (name, kind), n in sorted(queue.entity_counts().items()):
+            entities.add_metric([name, kind], n)
+        for (plugin, profile), n in sorted(_rejections(queue).items()):
+            unschedulable.add_metric([plugin, profile], n)
+        cache.add_metric(["nodes"], self.cache.node_count)
+        cache.add_metric(["pods"], self.cache.pod_count)
+        cache.add_metric(["assumed_pods"], self.cache.assumed_count)
         yield from (pending, unschedulable, cache, entities, oldest_group)
 
 

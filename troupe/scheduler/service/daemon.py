@@ -18,7 +18,8 @@ import asyncio
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -51,6 +52,7 @@ from troupe.scheduler.observe.metrics import SchedulerMetrics
 from troupe.scheduler.observe.stats import AttemptStats
 from troupe.scheduler.service.gc_tuning import freeze_long_lived, tune_gc
 from troupe.scheduler.service.handlers import ClusterEventHandlers
+from troupe.scheduler.service.wiring import Options, Wired, build_scheduler
 
 log = structlog.get_logger("troupe.daemon")
 
@@ -84,6 +86,7 @@ class SchedulerDaemon:
         seed: int | None = None,
         stats: AttemptStats | None = None,
         fence: Callable[[], bool] | None = None,
+        options: Options | None = None,
     ) -> None:
         self.config = config
         self.connection = connection
@@ -100,6 +103,9 @@ class SchedulerDaemon:
         self.fence = fence
         self.tasks = TaskSupervisor("daemon")
         self.scheduler: Scheduler | None = None
+        self.wired: Wired | None = None
+        # How the scheduler's parts are tuned (benchmarks hold events back, say).
+        self.options = options or Options()
         self.informers: SharedInformers | None = None
         self.client: KubeClient | None = None
         self.status_controller: PodGroupStatusController | None = None
@@ -116,6 +122,68 @@ class SchedulerDaemon:
 
     async def start(self) -> None:
         tune_gc()
+        api = await self._connect()
+        client = self.client = self._client(api)
+        priority_classes = PriorityClassValues()
+        directory = GangDirectory(priority_of=priority_classes.values.get)
+        priority_classes.changed.append(directory.priority_classes_changed)
+        namespaces = NamespaceLabels()
+        seed = self.seed if self.seed is not None else int.from_bytes(os.urandom(4), "big")
+        wired = self.wired = build_scheduler(
+            self.config,
+            self.registry,
+            client,
+            self.clock,
+            options=replace(self.options, seed=seed),
+            groups=directory,
+            metrics=self.metrics,
+            stats=self.stats,
+            namespaces=namespaces,
+        )
+        self.scheduler = wired.scheduler
+        informers: SharedInformers | None = None
+        status = self.status_controller = PodGroupStatusController(
+            client.merge_patch,
+            self.clock,
+            supervisor=self.tasks,
+            synced=lambda: informers is not None and informers.has_synced,
+            ours=wired.profiles.owns,
+        )
+        handlers = wired.handlers(PodListeners(status, client.events))
+        informers = self.informers = SharedInformers(
+            api, self.clock, handlers, priority_class_handlers=priority_classes
+        )
+        informers.add(pdb_informer(informers.transport, self.clock, wired.pdbs))
+        informers.add(namespace_informer(informers.transport, self.clock, namespaces, handlers))
+        on_add, on_update, on_delete = _group_handlers(handlers, status)
+        self.gang_apis = await add_gang_informers(
+            informers, self.clock, on_add=on_add, on_update=on_update, on_delete=on_delete
+        )
+        directory.watch_versions(self.gang_apis)
+        informers.start(self.tasks)
+        self.tasks.spawn(client.run(), name="event series")
+        if not await informers.wait_for_sync(self.sync_timeout):
+            await self.stop()
+            raise StartupError(
+                f"caches did not sync within {self.sync_timeout:g}s from {api.configuration.host}"
+            )
+        # Everything alive now (cache, plugins, queue) stays alive: keep it out of
+        # the collector's full passes.
+        freeze_long_lived()
+        log.info(
+            "caches synced, scheduling",
+            server=api.configuration.host,
+            serverVersion=self.server_version,
+            nodes=wired.cache.node_count,
+            profiles=[p.scheduler_name for p in self.config.profiles],
+            gangApis=sorted(self.gang_apis.values()),
+        )
+        self._loop_task = asyncio.get_running_loop().create_task(
+            wired.scheduler.run(), name="schedule_one loop"
+        )
+
+    async def _connect(self) -> Any:
+        """The API client of the connection, once the server answered."""
         c = self.connection
         api = await connect(
             c.kubeconfig,
@@ -131,97 +199,22 @@ class SchedulerDaemon:
         except BaseException:
             await api.close()
             raise
+        return api
+
+    def _client(self, api: Any) -> KubeClient:
         profile = self.config.profiles[0]
         cc = self.config.client_connection
         writes: HttpTransport | FencedTransport = HttpTransport(api)
         if self.fence is not None:
             # Under leader election: no write leaves unless the lease is provably ours.
             writes = FencedTransport(writes, self.fence)
-        self.client = KubeClient(
+        return KubeClient(
             writes,
             self.clock,
             qps=cc.qps,
             burst=cc.burst,
             scheduler_name=profile.scheduler_name,
             instance=instance_name(),
-        )
-        priority_classes = PriorityClassValues()
-        directory = GangDirectory(priority_of=priority_classes.values.get)
-        priority_classes.changed.append(directory.priority_classes_changed)
-        namespaces = NamespaceLabels()
-        self.scheduler = Scheduler(
-            self.config,
-            self.registry,
-            self.client,
-            self.clock,
-            seed=self.seed if self.seed is not None else int.from_bytes(os.urandom(4), "big"),
-            groups=directory,
-            metrics=self.metrics,
-            stats=self.stats,
-            namespaces=namespaces,
-        )
-        informers: SharedInformers | None = None
-        self.status_controller = PodGroupStatusController(
-            self.client.merge_patch,
-            self.clock,
-            supervisor=self.tasks,
-            synced=lambda: informers is not None and informers.has_synced,
-            ours=self.scheduler.owns,
-        )
-        handlers = ClusterEventHandlers(
-            self.scheduler, pod_listener=PodListeners(self.status_controller, self.client.events)
-        )
-        informers = SharedInformers(
-            api, self.clock, handlers, priority_class_handlers=priority_classes
-        )
-        self.informers = informers
-        status = self.status_controller
-
-        def group_added(gang_api: GangApi, obj: GroupObject) -> None:
-            handlers.on_group_add(gang_api, obj)
-            if gang_api is GangApi.COSCHEDULING:
-                status.on_group_add(obj)  # type: ignore[arg-type]
-
-        def group_updated(gang_api: GangApi, old: GroupObject, new: GroupObject) -> None:
-            handlers.on_group_update(gang_api, old, new)
-            if gang_api is GangApi.COSCHEDULING:
-                status.on_group_update(old, new)  # type: ignore[arg-type]
-
-        def group_deleted(gang_api: GangApi, obj: GroupObject) -> None:
-            handlers.on_group_delete(gang_api, obj)
-            if gang_api is GangApi.COSCHEDULING:
-                status.on_group_delete(obj)  # type: ignore[arg-type]
-
-        informers.add(pdb_informer(informers.transport, self.clock, self.scheduler.pdbs))
-        informers.add(namespace_informer(informers.transport, self.clock, namespaces, handlers))
-        self.gang_apis = await add_gang_informers(
-            informers,
-            self.clock,
-            on_add=group_added,
-            on_update=group_updated,
-            on_delete=group_deleted,
-        )
-        directory.watch_versions(self.gang_apis)
-        informers.start(self.tasks)
-        self.tasks.spawn(self.client.run(), name="event series")
-        if not await self.informers.wait_for_sync(self.sync_timeout):
-            await self.stop()
-            raise StartupError(
-                f"caches did not sync within {self.sync_timeout:g}s from {api.configuration.host}"
-            )
-        # Everything alive now (cache, plugins, queue) stays alive: keep it out of
-        # the collector's full passes.
-        freeze_long_lived()
-        log.info(
-            "caches synced, scheduling",
-            server=api.configuration.host,
-            serverVersion=self.server_version,
-            nodes=self.scheduler.cache.node_count,
-            profiles=[p.scheduler_name for p in self.config.profiles],
-            gangApis=sorted(self.gang_apis.values()),
-        )
-        self._loop_task = asyncio.get_running_loop().create_task(
-            self.scheduler.run(), name="schedule_one loop"
         )
 
     async def wait(self) -> None:
@@ -234,9 +227,9 @@ class SchedulerDaemon:
     ) -> dict[str, object] | None:
         """The last failed attempt of a pending pod (``kind`` "pod") or group
         ("podgroup"; ``sub``: a Workload's ``podGroup[/replica]``), or None."""
-        if self.scheduler is None:
+        if self.wired is None:
             return None
-        found = self.scheduler.explanations
+        found = self.wired.explanations
         if kind == "pod":
             return found.pod(f"{namespace}/{name}")
         return found.group(namespace, name, sub)
@@ -268,6 +261,34 @@ class SchedulerDaemon:
         if api is not None:
             await api.close()  # type: ignore[attr-defined]
         log.info("scheduler stopped")
+
+
+def _group_handlers(
+    handlers: ClusterEventHandlers, status: PodGroupStatusController
+) -> tuple[
+    Callable[[GangApi, GroupObject], None],
+    Callable[[GangApi, GroupObject, GroupObject], None],
+    Callable[[GangApi, GroupObject], None],
+]:
+    """The gang informers' callbacks: every group object to the handlers, and the
+    scheduler-plugins PodGroups to the status controller too."""
+
+    def group_added(gang_api: GangApi, obj: GroupObject) -> None:
+        handlers.on_group_add(gang_api, obj)
+        if gang_api is GangApi.COSCHEDULING:
+            status.on_group_add(obj)  # type: ignore[arg-type]
+
+    def group_updated(gang_api: GangApi, old: GroupObject, new: GroupObject) -> None:
+        handlers.on_group_update(gang_api, old, new)
+        if gang_api is GangApi.COSCHEDULING:
+            status.on_group_update(old, new)  # type: ignore[arg-type]
+
+    def group_deleted(gang_api: GangApi, obj: GroupObject) -> None:
+        handlers.on_group_delete(gang_api, obj)
+        if gang_api is GangApi.COSCHEDULING:
+            status.on_group_delete(obj)  # type: ignore[arg-type]
+
+    return group_added, group_updated, group_deleted
 
 
 @dataclass(frozen=True, slots=True)

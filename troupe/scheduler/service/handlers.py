@@ -18,6 +18,7 @@ version of it is usable. Each is told once per distinct problem.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final, Protocol
 
 import structlog
@@ -41,7 +42,14 @@ from troupe.api.gangs import GangApi, GroupRef, group_ref_of, group_refs_of
 from troupe.api.objects import Namespace, Node, Pod, PodCondition
 from troupe.api.quantity import QuantityError
 from troupe.api.resources import node_allocatable
-from troupe.scheduler.loop.schedule_one import Scheduler
+from troupe.queue.scheduling_queue import SchedulingQueue
+from troupe.scheduler.cache import Cache
+from troupe.scheduler.cycle.binding_cycle import BindingCycle
+from troupe.scheduler.cycle.pod_batch import PodBatches
+from troupe.scheduler.cycle.writer import BackgroundWriter
+from troupe.scheduler.framework.waiting_pods import WaitingPods
+from troupe.scheduler.gangs.directory import GangDirectory
+from troupe.scheduler.observe.explain import Explanations
 
 log = structlog.get_logger("troupe.scheduler")
 
@@ -87,8 +95,29 @@ class PodListener(Protocol):
 
 
 class ClusterEventHandlers:
-    def __init__(self, scheduler: Scheduler, pod_listener: PodListener | None = None) -> None:
-        self._s = scheduler
+    def __init__(
+        self,
+        *,
+        cache: Cache,
+        queue: SchedulingQueue,
+        groups: GangDirectory,
+        writer: BackgroundWriter,
+        explanations: Explanations,
+        binding: BindingCycle,
+        waiting: WaitingPods,
+        batches: PodBatches,
+        owns: Callable[[str], bool],
+        pod_listener: PodListener | None = None,
+    ) -> None:
+        self._cache = cache
+        self._queue = queue
+        self._groups = groups
+        self._writer = writer
+        self._explanations = explanations
+        self._binding = binding
+        self._waiting = waiting
+        self._batches = batches
+        self._owns = owns
         self._pods = pod_listener
         # Pods and nodes left out for unusable quantities -> the message they were told.
         self._bad_pods: dict[str, str] = {}
@@ -100,9 +129,9 @@ class ClusterEventHandlers:
         """A pending pod of ours that names groups in two APIs joins one of them
         (``group_ref_of``): it is told which, so a mistake does not go unseen."""
         refs = group_refs_of(pod)
-        if len(refs) < 2 or pod.spec.node_name or not self._s.owns(pod.spec.scheduler_name):
+        if len(refs) < 2 or pod.spec.node_name or not self._owns(pod.spec.scheduler_name):
             return
-        groups = self._s.groups
+        groups = self._groups
 
         def named(ref: GroupRef) -> str:
             version = groups.api_version(ref)
@@ -112,44 +141,42 @@ class ClusterEventHandlers:
         message = f"pod names groups in {len(refs)} APIs: it joins {named(winner)}; " + "; ".join(
             f"{named(ref)} does not count it" for ref in losers
         )
-        self._s.writer.event(
+        self._writer.event(
             Event(ObjectRef.of_pod(pod), "Warning", POD_IN_TWO_GROUPS, "Scheduling", message)
         )
 
     def on_pod_add(self, pod: Pod) -> None:
-        s = self._s
-        s.groups.pod_seen(pod)
+        self._groups.pod_seen(pod)
         self._warn_if_in_two_groups(pod)
         if self._pods is not None:
             self._pods.on_pod_add(pod)
         if pod.spec.node_name:
-            s.explanations.pod_gone(pod.key)
+            self._explanations.pod_gone(pod.key)
             if pod.is_terminal:
                 return
-            s.cache.add_pod(pod)
-            s.queue.delete(pod)
-            s.queue.on_event(ASSIGNED_POD_ADD, None, pod)
+            self._cache.add_pod(pod)
+            self._queue.delete(pod)
+            self._queue.on_event(ASSIGNED_POD_ADD, None, pod)
         elif (
-            s.owns(pod.spec.scheduler_name)
+            self._owns(pod.spec.scheduler_name)
             and not pod.is_terminal
             and pod.metadata.deletion_timestamp is None
         ):
             try:
-                s.queue.add(pod)
+                self._queue.add(pod)
             except QuantityError as err:
                 self._refuse_pod(pod, err)
                 return
             self._bad_pods.pop(pod.key, None)
             # A new pod may complete a gang waiting at Permit (Coscheduling).
-            s.queue.on_event(UNSCHEDULED_POD_ADD, None, pod)
+            self._queue.on_event(UNSCHEDULED_POD_ADD, None, pod)
 
     def on_pod_update(self, old: Pod, new: Pod) -> None:
-        s = self._s
         if self._pods is not None:
             self._pods.on_pod_update(old, new)
         if old.metadata.uid != new.metadata.uid:
-            s.groups.pod_gone(old)
-        s.groups.pod_seen(new)
+            self._groups.pod_gone(old)
+        self._groups.pod_seen(new)
         if group_refs_of(old) != group_refs_of(new):
             self._warn_if_in_two_groups(new)
         if new.spec.node_name:
@@ -159,15 +186,15 @@ class ClusterEventHandlers:
             if not old.spec.node_name or old.spec.node_name != new.spec.node_name:
                 # Bound (by us or anyone): it leaves the queue and occupies its node.
                 key = new.key
-                s.explanations.pod_gone(key)
-                s.binding.pod_superseded(key)
-                s.queue.delete(old)
-                s.cache.add_pod(new)
-                s.queue.on_event(ASSIGNED_POD_ADD, None, new)
+                self._explanations.pod_gone(key)
+                self._binding.pod_superseded(key)
+                self._queue.delete(old)
+                self._cache.add_pod(new)
+                self._queue.on_event(ASSIGNED_POD_ADD, None, new)
                 return
-            s.cache.update_pod(old, new)
+            self._cache.update_pod(old, new)
             if old.metadata.labels != new.metadata.labels:
-                s.queue.on_event(
+                self._queue.on_event(
                     ClusterEvent(
                         Resource.ASSIGNED_POD, Action.UPDATE_POD_LABEL, "AssignedPodUpdate"
                     ),
@@ -175,28 +202,28 @@ class ClusterEventHandlers:
                     new,
                 )
             return
-        if not s.owns(new.spec.scheduler_name) or new.is_terminal:
-            s.queue.delete(old)
+        if not self._owns(new.spec.scheduler_name) or new.is_terminal:
+            self._queue.delete(old)
             return
         if old.metadata.uid and old.metadata.uid != new.metadata.uid:
-            if s.cache.uid_of(old.key) == old.metadata.uid:
-                s.binding.pod_superseded(old.key)
-            s.queue.delete(old)
-            s.queue.add(new)
+            if self._cache.uid_of(old.key) == old.metadata.uid:
+                self._binding.pod_superseded(old.key)
+            self._queue.delete(old)
+            self._queue.add(new)
             return
-        if s.cache.uid_of(new.key) == new.metadata.uid:
+        if self._cache.uid_of(new.key) == new.metadata.uid:
             # Assumed, its binding in flight: the pod left the queue when it was
             # placed and must not come back to be placed again (upstream skips
             # assumed pods the same way). A label or annotation an operator adds
             # meanwhile changes nothing about where it goes; a deletion means its
             # binding, if refused, is not followed by another attempt.
             if new.metadata.deletion_timestamp is not None:
-                s.binding.pod_superseded(new.key)
+                self._binding.pod_superseded(new.key)
             return
         try:
-            s.queue.update(old, new)
+            self._queue.update(old, new)
         except QuantityError as err:
-            s.queue.delete(old)  # an earlier, usable version must not stay queued
+            self._queue.delete(old)  # an earlier, usable version must not stay queued
             self._refuse_pod(new, err)
             return
         self._bad_pods.pop(new.key, None)
@@ -211,38 +238,36 @@ class ClusterEventHandlers:
         condition = PodCondition(
             type="PodScheduled", status="False", reason=REASON_INVALID_QUANTITY, message=message
         )
-        self._s.writer.pod_status(pod, condition, None)
-        self._s.writer.event(
+        self._writer.pod_status(pod, condition, None)
+        self._writer.event(
             Event(ObjectRef.of_pod(pod), "Warning", "FailedScheduling", "Scheduling", message)
         )
 
     def on_pod_delete(self, pod: Pod) -> None:
-        s = self._s
         self._bad_pods.pop(pod.key, None)
-        s.groups.pod_gone(pod)
-        s.explanations.pod_gone(pod.key)
+        self._groups.pod_gone(pod)
+        self._explanations.pod_gone(pod.key)
         if self._pods is not None:
             self._pods.on_pod_delete(pod)
-        waiting = s.waiting.get(pod.key)
+        waiting = self._waiting.get(pod.key)
         if waiting is not None:
             waiting.reject("", "pod was deleted while waiting on permit")
-        if pod.spec.node_name or pod.key in s.cache:
+        if pod.spec.node_name or pod.key in self._cache:
             self._assigned_pod_gone(pod)
-        s.queue.delete(pod)
+        self._queue.delete(pod)
 
     def _assigned_pod_gone(self, pod: Pod) -> None:
-        s = self._s
-        if s.cache.binding_in_flight(pod.key):
+        if self._cache.binding_in_flight(pod.key):
             # Our binding is in flight; the binding cycle settles the cache.
-            if s.cache.uid_of(pod.key) == pod.metadata.uid:
-                s.binding.pod_superseded(pod.key)
+            if self._cache.uid_of(pod.key) == pod.metadata.uid:
+                self._binding.pod_superseded(pod.key)
             return
-        s.cache.remove_pod(pod)
-        s.queue.on_event(ASSIGNED_POD_DELETE, pod, None)
+        self._cache.remove_pod(pod)
+        self._queue.on_event(ASSIGNED_POD_DELETE, pod, None)
         ref = group_ref_of(pod)
         if ref is not None:
             # Fewer members placed: the gang's quorum check changes.
-            s.queue.group_changed(ref)
+            self._queue.group_changed(ref)
 
     # --- nodes -------------------------------------------------------------------
 
@@ -257,7 +282,7 @@ class ClusterEventHandlers:
             if self._bad_nodes.get(name) != message:
                 self._bad_nodes[name] = message
                 log.error("node left out: its quantities cannot be used", node=name, error=str(err))
-                self._s.writer.event(
+                self._writer.event(
                     Event(
                         ObjectRef("Node", "", name, node.metadata.uid),
                         "Warning",
@@ -274,8 +299,8 @@ class ClusterEventHandlers:
     def on_node_add(self, node: Node) -> None:
         if not self._node_usable(node):
             return
-        self._s.cache.add_node(node)
-        self._s.queue.on_event(NODE_ADD, None, node)
+        self._cache.add_node(node)
+        self._queue.on_event(NODE_ADD, None, node)
 
     def on_node_update(self, old: Node, new: Node) -> None:
         name = new.metadata.name
@@ -284,61 +309,61 @@ class ClusterEventHandlers:
             or old.status.capacity != new.status.capacity
             or name in self._bad_nodes
         ) and not self._node_usable(new):
-            self._s.cache.remove_node(name)
+            self._cache.remove_node(name)
             return
-        if name in self._s.cache.table.index:
-            self._s.cache.update_node(new)
+        if name in self._cache.table.index:
+            self._cache.update_node(new)
         else:  # usable again (or first usable version): as an add
-            self._s.cache.add_node(new)
-            self._s.queue.on_event(NODE_ADD, None, new)
+            self._cache.add_node(new)
+            self._queue.on_event(NODE_ADD, None, new)
             return
         event = node_update_event(old, new)
         if event is not None:
-            self._s.queue.on_event(event, old, new)
+            self._queue.on_event(event, old, new)
 
     def on_node_delete(self, node: Node) -> None:
         self._bad_nodes.pop(node.metadata.name, None)
-        self._s.cache.remove_node(node.metadata.name)
+        self._cache.remove_node(node.metadata.name)
         # Bindings to it not sent yet are called off: their pods (and gangs) are
         # placed again rather than bound to a node that is gone.
-        self._s.binding.node_deleted(node.metadata.name)
-        self._s.queue.on_event(NODE_DELETE, node, None)
+        self._binding.node_deleted(node.metadata.name)
+        self._queue.on_event(NODE_DELETE, node, None)
 
     # --- namespaces ----------------------------------------------------------------
     # The Namespace informer has updated the labels plugins read before calling
     # these, and calls ``on_namespace_update`` only when the labels changed.
 
     def on_namespace_add(self, namespace: Namespace) -> None:
-        self._s.queue.on_event(NAMESPACE_ADD, None, namespace)
+        self._queue.on_event(NAMESPACE_ADD, None, namespace)
 
     def on_namespace_update(self, old: Namespace, new: Namespace) -> None:
         # A batch of pods evaluated against the old labels ends here.
-        self._s.pod_batches.interrupt()
-        self._s.queue.on_event(NAMESPACE_LABEL_UPDATE, old, new)
+        self._batches.interrupt()
+        self._queue.on_event(NAMESPACE_LABEL_UPDATE, old, new)
 
     def on_namespace_delete(self, namespace: Namespace) -> None:
-        self._s.queue.on_event(NAMESPACE_DELETE, namespace, None)
+        self._queue.on_event(NAMESPACE_DELETE, namespace, None)
 
     # --- pod groups (any of the three gang APIs) ---------------------------------------
 
     def on_group_add(self, api: GangApi, obj: GroupObject) -> None:
-        self._s.groups.upsert(api, obj)
+        self._groups.upsert(api, obj)
         if not isinstance(obj, _HOLDERS):
-            self._s.queue.on_event(POD_GROUP_ADD, None, obj)
+            self._queue.on_event(POD_GROUP_ADD, None, obj)
 
     def on_group_update(self, api: GangApi, old: GroupObject, new: GroupObject) -> None:
-        self._s.groups.upsert(api, new)
+        self._groups.upsert(api, new)
         if not isinstance(new, _HOLDERS):
-            self._s.queue.on_event(POD_GROUP_UPDATE, old, new)
+            self._queue.on_event(POD_GROUP_UPDATE, old, new)
 
     def on_group_delete(self, api: GangApi, obj: GroupObject) -> None:
         meta = obj.metadata
-        self._s.explanations.object_gone(meta.namespace, meta.name)
+        self._explanations.object_gone(meta.namespace, meta.name)
         if isinstance(obj, TEMPLATES_OBJECTS):
-            self._s.groups.remove_templates(meta.namespace, meta.name)
+            self._groups.remove_templates(meta.namespace, meta.name)
             return
         if isinstance(obj, CompositePodGroup):
-            self._s.groups.remove_composite(meta.namespace, meta.name)
+            self._groups.remove_composite(meta.namespace, meta.name)
             return
-        self._s.groups.remove(api, meta.namespace, meta.name)
-        self._s.queue.on_event(POD_GROUP_DELETE, obj, None)
+        self._groups.remove(api, meta.namespace, meta.name)
+        self._queue.on_event(POD_GROUP_DELETE, obj, None)
