@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -118,18 +118,67 @@ class PostFilterResult:
 
 
 class Plugin(Protocol):
-    """Every plugin has a ``name``. A plugin whose Filter and Score for a node
-    depend only on that node and the pod being scheduled (not on other nodes or on
-    where other pods are) also sets the class attribute ``node_local = True``: the
-    pod-group cycle then places runs of identical members as a batch, re-evaluating
-    only the node that just received a pod (KEP-5598 opportunistic batching), and
-    so does the pod cycle for consecutive pods of one signature. A plugin whose
-    verdict and score do not depend on the pods placed on the node at all (only on
-    the node object: labels, taints, its name, its unschedulable flag) also sets
-    ``node_only = True``: that node is then not re-evaluated by it after a pod lands."""
+    """Every plugin has a ``name``; what else it can do it declares: the
+    extension-point Protocols below it implements, and its ``PluginTraits``."""
 
     @property
     def name(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PluginTraits:
+    """What the engine may assume of a plugin, declared as its class attribute
+    ``traits`` and read once, when the profile's framework is built (upstream asks
+    the same through interfaces such as ``BatchablePlugin``). A plugin that declares
+    nothing gets the defaults: nothing assumed."""
+
+    # Its Filter and Score of a node depend only on that node and the pod being
+    # scheduled (not on other nodes, on where other pods are, nor on anything its
+    # Reserve keeps): placing a pod on node n changes no verdict or score of any
+    # other node. Runs of identical pods and gang members are then placed as a
+    # batch, re-evaluating only the node that just received a pod (KEP-5598).
+    # A plugin active for a pod (its PreFilter did not SKIP) that is not node-local
+    # turns batching off for that pod.
+    node_local: bool = False
+    # Its verdict and score do not depend on the pods placed on the node at all
+    # (only on the node object: labels, taints, name, unschedulable): that node is
+    # not re-evaluated by it after a pod lands.
+    node_only: bool = False
+    # Its Filter's verdict on a node moves as pods land there only by the node's
+    # free resources (and one pod per host port), which the gang capacity bound
+    # (``troupe.scheduler.gangs.capacity``) models exactly.
+    capacity_modelled: bool = False
+    # It gangs pods one by one at a Permit barrier (scheduler-plugins
+    # Coscheduling): its profile queues gang members as single pods.
+    gang_permit_barrier: bool = False
+    # Its PostFilter runs are preemption attempts (``scheduler_preemption_attempts_
+    # total``), and "preemption cannot help" from it ends an earlier nomination.
+    preemption: bool = False
+
+
+NO_TRAITS = PluginTraits()
+
+
+@runtime_checkable
+class DeclaresTraits(Protocol):
+    """A plugin that declares ``traits`` (a class attribute)."""
+
+    traits: ClassVar[PluginTraits]
+
+
+def traits_of(plugin: object) -> PluginTraits:
+    """The traits ``plugin`` declares; ``NO_TRAITS`` when it declares none."""
+    return plugin.traits if isinstance(plugin, DeclaresTraits) else NO_TRAITS
+
+
+@runtime_checkable
+class CapacityResources(Protocol):
+    """A Filter plugin that holds pods to node resources says which ones: the gang
+    capacity bound counts only those (and the pod count)."""
+
+    def checks(self, resource: str) -> bool:
+        """Whether Filter holds pods to ``resource`` at all (not an ignored one)."""
+        ...
 
 
 @runtime_checkable
@@ -352,7 +401,11 @@ class PodGroupPostFilterPlugin(Protocol):
     ) -> tuple[DisruptionPlan | None, Status]:
         """After a failed pod-group cycle: the victims whose eviction makes the whole
         gang fit, and where its members would go. ``evaluate`` runs the group (and
-        placement) algorithm on the table as it stands."""
+        placement) algorithm on the table as it stands.
+
+        ``(None, SKIP)``: the plugin has nothing it could evict for this gang (no
+        lower-priority pods), so preemption did not apply and nothing is reported;
+        a plan without victims says the same of a gang that fits beside them."""
         ...
 
 

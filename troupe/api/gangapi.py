@@ -256,7 +256,6 @@ WORKLOAD_TEMPLATES_PLURAL: Final = "workloads"
 POD_GROUP_V1BETA1: Final = "scheduling.k8s.io/v1beta1"
 # The 1.37 condition the scheduler owns: terminal once True (KEP-4671 "PodGroup status").
 POD_GROUP_INITIALLY_SCHEDULED: Final = "PodGroupInitiallyScheduled"
-DISRUPTION_TARGET: Final = "DisruptionTarget"
 
 
 @kube_model

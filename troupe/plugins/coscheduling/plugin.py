@@ -37,6 +37,7 @@ from troupe.api.events import Action, ClusterEvent, ClusterEventWithHint, Resour
 from troupe.api.framework import (
     Diagnosis,
     Handle,
+    PluginTraits,
     PostFilterResult,
     PreFilterResult,
     Sortable,
@@ -85,6 +86,8 @@ def wait_seconds(policy: GangPolicy, permit_waiting_time_seconds: int) -> float:
 
 class Coscheduling:
     name = "Coscheduling"
+    # Members meet at its Permit barrier one by one (scheduler-plugins).
+    traits = PluginTraits(gang_permit_barrier=True)
 
     def __init__(self, args: CoschedulingArgs | None, handle: Handle) -> None:
         self._args = args if args is not None else CoschedulingArgs()

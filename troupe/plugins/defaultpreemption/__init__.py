@@ -7,13 +7,13 @@ halves, and docs/preemption.md for what troupe decided where upstream leaves roo
 
 from __future__ import annotations
 
-from troupe.plugins.defaultpreemption.args import DefaultPreemptionArgs
-from troupe.plugins.defaultpreemption.plugin import (
+from troupe.api.preemption import (
     DISRUPTION_TARGET,
     PREEMPTION_BY_SCHEDULER,
-    DefaultPreemption,
     terminating_by_preemption,
 )
+from troupe.plugins.defaultpreemption.args import DefaultPreemptionArgs
+from troupe.plugins.defaultpreemption.plugin import DefaultPreemption
 
 __all__ = [
     "DISRUPTION_TARGET",

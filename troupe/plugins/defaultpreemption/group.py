@@ -29,15 +29,13 @@ import numpy as np
 from troupe.api.framework import DisruptionPlan, GroupEvaluation, GroupPreemptor, Handle
 from troupe.api.nodetable import NodeTable
 from troupe.api.podinfo import PodInfo
-from troupe.api.status import Status
+from troupe.api.status import SKIP, Status
 from troupe.plugins.defaultpreemption.units import (
     VictimUnit,
     importance,
     split_units_by_pdb_violation,
     victim_units,
 )
-
-NO_CANDIDATES = "no lower-priority pods to evict"
 
 
 def select_group_victims(
@@ -46,7 +44,8 @@ def select_group_victims(
     table = handle.table
     units = victim_units(table, handle.groups, preemptor.priority, exclude=preemptor.key)
     if not units:
-        return None, Status.unresolvable(NO_CANDIDATES)
+        # Nothing it could evict: preemption does not apply (declared as SKIP).
+        return None, SKIP
     search = _Search(table, units)
     try:
         search.take_off(units)

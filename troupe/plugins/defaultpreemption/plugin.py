@@ -40,34 +40,20 @@ from troupe.api.framework import (
     GroupEvaluation,
     GroupPreemptor,
     Handle,
+    PluginTraits,
     PostFilterResult,
 )
 from troupe.api.gangs import group_ref_of
 from troupe.api.nodetable import NodeTable
-from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
+from troupe.api.preemption import NOT_ELIGIBLE_NEVER, terminating_by_preemption
 from troupe.api.status import SUCCESS, Code, Status
 from troupe.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from troupe.plugins.defaultpreemption.candidates import dry_run, pick_one_node
 from troupe.plugins.defaultpreemption.group import select_group_victims
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
-NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
-
-DISRUPTION_TARGET = "DisruptionTarget"
-PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
-
-
-def terminating_by_preemption(pod: Pod) -> bool:
-    """Being deleted, and marked ``DisruptionTarget=True`` by a scheduler's preemption
-    (upstream ``podTerminatingByPreemption``)."""
-    if pod.metadata.deletion_timestamp is None:
-        return False
-    for condition in pod.status.conditions:
-        if condition.type == DISRUPTION_TARGET:
-            return condition.status == "True" and condition.reason == PREEMPTION_BY_SCHEDULER
-    return False
 
 
 def nodes_message(num_nodes: int, statuses: Sequence[Status], absent: int) -> str:
@@ -84,6 +70,7 @@ def nodes_message(num_nodes: int, statuses: Sequence[Status], absent: int) -> st
 
 class DefaultPreemption:
     name = "DefaultPreemption"
+    traits = PluginTraits(preemption=True)
 
     def __init__(self, args: DefaultPreemptionArgs | None, handle: Handle) -> None:
         self.args = args if args is not None else DefaultPreemptionArgs()
@@ -138,7 +125,7 @@ class DefaultPreemption:
         ``PodEligibleToPreemptOthers``)."""
         spec = pod.pod.spec
         if spec.preemption_policy == "Never":
-            return NEVER
+            return NOT_ELIGIBLE_NEVER
         nominated = pod.pod.status.nominated_node_name
         slot = table.slot(nominated) if nominated else None
         if slot is None:

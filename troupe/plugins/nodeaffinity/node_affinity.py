@@ -32,6 +32,7 @@ from troupe.api.events import (
 from troupe.api.framework import (
     FilterResult,
     Handle,
+    PluginTraits,
     PreFilterResult,
     Rejection,
 )
@@ -197,8 +198,7 @@ class NodeAffinity:
     name = "NodeAffinity"
     # Filter and Score of a node depend only on that node and the pod, and not on
     # the pods placed on the node.
-    node_local = True
-    node_only = True
+    traits = PluginTraits(node_local=True, node_only=True)
 
     def __init__(self, args: NodeAffinityArgs | None, handle: Handle) -> None:
         del handle

@@ -14,7 +14,7 @@ import numpy as np
 
 from troupe.api.cycle import CycleState
 from troupe.api.events import NODE_ADD, ClusterEventWithHint, QueueingHint
-from troupe.api.framework import FilterResult, Handle, PreFilterResult
+from troupe.api.framework import FilterResult, Handle, PluginTraits, PreFilterResult
 from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Node, Pod
 from troupe.api.podinfo import PodInfo
@@ -27,8 +27,7 @@ class NodeName:
     name = "NodeName"
     # Filter and Score of a node depend only on that node and the pod, and not on
     # the pods placed on the node.
-    node_local = True
-    node_only = True
+    traits = PluginTraits(node_local=True, node_only=True)
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

@@ -21,7 +21,7 @@ import numpy as np
 
 from troupe.api.cycle import CycleState, StateKey
 from troupe.api.events import ASSIGNED_POD_DELETE, NODE_ADD, ClusterEventWithHint, QueueingHint
-from troupe.api.framework import FilterResult, Handle, PreFilterResult
+from troupe.api.framework import FilterResult, Handle, PluginTraits, PreFilterResult
 from troupe.api.nodetable import BoolArray, IntArray, NodeTable
 from troupe.api.objects import Pod
 from troupe.api.podinfo import HostPort, PodInfo
@@ -111,7 +111,7 @@ class _UsedPorts:
 class NodePorts:
     name = "NodePorts"
     # Filter and Score of a node depend only on that node and the pod.
-    node_local = True
+    traits = PluginTraits(node_local=True, capacity_modelled=True)
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from troupe.api.cycle import CycleState, StateKey
-from troupe.api.framework import Handle
+from troupe.api.framework import Handle, PluginTraits
 from troupe.api.nodetable import IndexArray, IntArray, NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SKIP, SUCCESS, Status
@@ -32,7 +32,7 @@ SCORE_KEY = StateKey[PodDemand]("PreScoreNodeResourcesBalancedAllocation")
 class BalancedAllocation:
     name = "NodeResourcesBalancedAllocation"
     # Filter and Score of a node depend only on that node and the pod.
-    node_local = True
+    traits = PluginTraits(node_local=True)
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> None:
         del handle

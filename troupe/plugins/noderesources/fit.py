@@ -32,6 +32,7 @@ from troupe.api.framework import (
     FilterResult,
     Handle,
     PlacementAssignment,
+    PluginTraits,
     PreFilterResult,
     Rejection,
 )
@@ -92,7 +93,7 @@ SCORE_KEY = StateKey[PodDemand]("PreScoreNodeResourcesFit")
 class Fit:
     name = "NodeResourcesFit"
     # Filter and Score of a node depend only on that node and the pod.
-    node_local = True
+    traits = PluginTraits(node_local=True, capacity_modelled=True)
 
     def __init__(self, args: NodeResourcesFitArgs | None, handle: Handle) -> None:
         del handle

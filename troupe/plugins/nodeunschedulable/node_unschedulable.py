@@ -18,7 +18,7 @@ from troupe.api.events import (
     QueueingHint,
     Resource,
 )
-from troupe.api.framework import FilterResult, Handle, PreFilterResult
+from troupe.api.framework import FilterResult, Handle, PluginTraits, PreFilterResult
 from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Node, Pod, Taint, Toleration
 from troupe.api.podinfo import PodInfo
@@ -42,8 +42,7 @@ class NodeUnschedulable:
     name = "NodeUnschedulable"
     # Filter and Score of a node depend only on that node and the pod, and not on
     # the pods placed on the node.
-    node_local = True
-    node_only = True
+    traits = PluginTraits(node_local=True, node_only=True)
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

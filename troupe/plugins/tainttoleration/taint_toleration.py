@@ -36,6 +36,7 @@ from troupe.api.events import (
 from troupe.api.framework import (
     FilterResult,
     Handle,
+    PluginTraits,
     PreFilterResult,
     Rejection,
 )
@@ -121,8 +122,7 @@ class TaintToleration:
     name = "TaintToleration"
     # Filter and Score of a node depend only on that node and the pod, and not on
     # the pods placed on the node.
-    node_local = True
-    node_only = True
+    traits = PluginTraits(node_local=True, node_only=True)
 
     def __init__(self, args: None, handle: Handle) -> None:
         del args, handle

@@ -215,7 +215,9 @@ class PodAlgorithm:
                 return CycleFailure(post, diagnosis)
             if result is not None and post.is_success and result.victims:
                 nominated = result.nominated_node_name
-                self._preemptions.actuate(fwk.name, info, nominated, result.victims)
+                self._preemptions.actuate(
+                    fwk.name, info, nominated, result.victims, by=fwk.preemption_plugin
+                )
             elif (
                 fwk.preempts
                 and result is not None

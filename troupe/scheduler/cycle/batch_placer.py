@@ -1,8 +1,9 @@
 """Placing a run of identical gang members as a batch (KEP-5598 opportunistic batching).
 
-Members of a gang usually share one spec. When every Filter and Score plugin still
-active for such a member is ``node_local`` (its verdict on a node depends only on
-that node and the pod), placing a member on node *n* changes nothing about any
+Members of a gang usually share one spec. When every plugin still active for such
+a member (its Filter and Score, and every plugin whose PreFilter did not SKIP)
+declares ``node_local`` (``api.framework.PluginTraits``: its verdict on a node
+depends only on that node and the pod), placing a member on node *n* changes nothing about any
 other node. So ``BatchPlacer`` runs PreFilter, Filter over all nodes, the sampling
 of candidate nodes, PreScore and Score once for the run, then for each member
 picks the best live candidate, assumes it, and re-evaluates *only node n*:
@@ -154,8 +155,15 @@ class BatchPlacer:
         pre, status = fwk.run_pre_filter(state, first, table)
         if not status.is_success or pre is not None:
             return False
-        active_filters = [(n, p) for n, p in fwk.filter if n not in state.skip_filter_plugins]
-        if not all(getattr(p, "node_local", False) for _, p in active_filters):
+        traits = fwk.traits
+        skipped = state.skip_filter_plugins
+        active_filters = [(n, p) for n, p in fwk.filter if n not in skipped]
+        # Exact only when every plugin active for the pod is node-local: its Filter,
+        # and any plugin whose PreFilter did not SKIP (what it keeps may tie nodes
+        # together, e.g. something its Reserve takes for earlier pods).
+        if not all(traits[n].node_local for n, _ in active_filters) or not all(
+            traits[n].node_local for n, _ in fwk.pre_filter if n not in skipped
+        ):
             return False
         outcome = fwk.run_filter(state, first, table, algorithm.candidates())
         if not outcome.status.is_success:
@@ -172,12 +180,12 @@ class BatchPlacer:
         for name, plugin, weight in fwk.score:
             if name in state.skip_score_plugins:
                 continue
-            if not getattr(plugin, "node_local", False):
+            if not traits[name].node_local:
                 return False
             raw = plugin.score(state, first, table, slots)
             # Protocol isinstance checks are slow: decide once per run.
             normalizer = plugin if isinstance(plugin, ScoreExtensions) else None
-            node_only = bool(getattr(plugin, "node_only", False))
+            node_only = traits[name].node_only
             one = plugin.score_slot if isinstance(plugin, ScoreSlot) else None
             sc = _Scores(name, weight, plugin, raw, normalizer, node_only, raw, one)
             self._weigh(sc, first, state)
@@ -188,8 +196,8 @@ class BatchPlacer:
         # lands on the node, so it is never re-checked.
         self._filters = [
             (p.filter_slot if isinstance(p, FilterSlot) else None, p)
-            for _, p in active_filters
-            if not getattr(p, "node_only", False)
+            for n, p in active_filters
+            if not traits[n].node_only
         ]
         self.alive = np.ones(len(slots), dtype=bool)
         self.live = len(slots)

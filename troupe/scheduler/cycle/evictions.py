@@ -1,7 +1,8 @@
 """Carrying out a preemption that PostFilter decided (upstream ``prepareCandidate``).
 
 ``PodAlgorithm.post_filter`` calls ``Preemptions.actuate`` when a PostFilter plugin
-(DefaultPreemption) returns a node and victims. In the scheduling cycle, at once:
+(a preemption plugin such as DefaultPreemption) returns a node and victims. In the
+scheduling cycle, at once:
 
 - the preemptor is nominated to the node in the queue's nominator, so the next
   cycles leave the freed room to it (its ``status.nominatedNodeName`` is written
@@ -36,12 +37,8 @@ from troupe.api.framework import DisruptionPlan
 from troupe.api.gangs import GroupRef
 from troupe.api.objects import PodCondition
 from troupe.api.podinfo import PodInfo
+from troupe.api.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from troupe.api.tasks import TaskSupervisor
-from troupe.plugins.defaultpreemption import (
-    DISRUPTION_TARGET,
-    PREEMPTION_BY_SCHEDULER,
-    DefaultPreemption,
-)
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cycle.writer import BackgroundWriter
 from troupe.scheduler.framework.waiting_pods import WaitingPods
@@ -99,8 +96,17 @@ class Preemptions:
             self._metrics.preemption_attempt()
 
     def actuate(
-        self, scheduler_name: str, preemptor: PodInfo, node: str, victims: tuple[PodInfo, ...]
+        self,
+        scheduler_name: str,
+        preemptor: PodInfo,
+        node: str,
+        victims: tuple[PodInfo, ...],
+        *,
+        by: str,
     ) -> None:
+        """Nominate ``preemptor`` to ``node`` and evict ``victims`` (in an owned
+        task); ``by``: the plugin that chose them (a victim waiting at Permit is
+        rejected in its name)."""
         self._queue.add_nominated(preemptor, node)
         lesser = [
             other
@@ -122,7 +128,7 @@ class Preemptions:
         note = preempted_note(preemptor, node)
         evictions = [(v, node, note) for v in victims]
         self._tasks.spawn(
-            self._evict(scheduler_name, preemptor.key, evictions, lesser, marker),
+            self._evict(scheduler_name, by, preemptor.key, evictions, lesser, marker),
             name=f"preempt for {preemptor.key}",
         )
 
@@ -133,6 +139,8 @@ class Preemptions:
         priority: int,
         members: Mapping[str, PodInfo],
         plan: DisruptionPlan,
+        *,
+        by: str,
     ) -> None:
         """Carry out a gang's plan (KEP-5710): every member of ``plan.nominated`` is
         nominated to its node, lesser nominations there end, and every victim is
@@ -163,7 +171,7 @@ class Preemptions:
         # On a failed call, activating any member retries its gang.
         member = next(iter(plan.nominated))
         self._tasks.spawn(
-            self._evict(scheduler_name, member, evictions, list(lesser.values()), marker),
+            self._evict(scheduler_name, by, member, evictions, list(lesser.values()), marker),
             name=f"preempt for {ref.key}",
         )
 
@@ -178,6 +186,7 @@ class Preemptions:
     async def _evict(
         self,
         scheduler_name: str,
+        by: str,
         activate: str,
         evictions: list[tuple[PodInfo, str, str]],
         lesser: list[PodInfo],
@@ -188,7 +197,7 @@ class Preemptions:
                 await self._clear_nomination(other)
             done = await asyncio.gather(
                 *(
-                    self._preempt(scheduler_name, activate, v, node, note)
+                    self._preempt(scheduler_name, by, activate, v, node, note)
                     for v, node, note in evictions
                 )
             )
@@ -207,12 +216,12 @@ class Preemptions:
             log.warning("could not clear a nomination", pod=pod.key, err=str(exc))
 
     async def _preempt(
-        self, scheduler_name: str, preemptor: str, victim: PodInfo, node: str, note: str
+        self, scheduler_name: str, by: str, preemptor: str, victim: PodInfo, node: str, note: str
     ) -> bool:
         """Evict one victim; False when an API call failed."""
         waiting = self._waiting.get(victim.key)
         if waiting is not None:
-            waiting.reject(DefaultPreemption.name, "preempted")
+            waiting.reject(by, "preempted")
         elif victim.pod.metadata.deletion_timestamp is not None:
             # Graceful deletion already started: nothing to send.
             return True

@@ -38,6 +38,7 @@ from troupe.api.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    CapacityResources,
     Diagnosis,
     EnqueueExtensions,
     FilterPlugin,
@@ -51,6 +52,7 @@ from troupe.api.framework import (
     PlacementLevels,
     PlacementScoreExtensions,
     PlacementScorePlugin,
+    PluginTraits,
     PodGroupPostFilterPlugin,
     PostBindPlugin,
     PostFilterPlugin,
@@ -65,6 +67,7 @@ from troupe.api.framework import (
     ScoreExtensions,
     ScorePlugin,
     Sortable,
+    traits_of,
 )
 from troupe.api.gangs import GroupDirectory, NoGroups
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
@@ -208,11 +211,22 @@ class Framework(GroupPoints, BindingPoints):
         self.placement_levels: PlacementLevels | None = next(
             (p for _, p in self.placement_generate if isinstance(p, PlacementLevels)), None
         )
-        # Profiles with scheduler-plugins' Coscheduling gang pod by pod (Permit
-        # barrier); all others place a gang in one pod-group cycle.
-        self.pod_by_pod_gangs = "Coscheduling" in plugins
-        # PostFilter runs of DefaultPreemption count as preemption attempts.
-        self.preempts = any(name == "DefaultPreemption" for name, _ in self.post_filter)
+        # What each plugin declares of itself, read once (api.framework.PluginTraits).
+        self.traits: dict[str, PluginTraits] = {n: traits_of(p) for n, p in plugins.items()}
+        # Profiles with a Permit-barrier gang plugin (scheduler-plugins'
+        # Coscheduling) gang pod by pod; all others place a gang in one cycle.
+        self.pod_by_pod_gangs = any(t.gang_permit_barrier for t in self.traits.values())
+        # PostFilter runs of a preemption plugin count as preemption attempts; the
+        # victims it rejects at Permit are rejected in its name.
+        preemptors = [n for n, _ in self.post_filter if self.traits[n].preemption]
+        self.preempts = bool(preemptors)
+        self.preemption_plugin = next(
+            iter(preemptors + [n for n, _ in self.pod_group_post_filter]), ""
+        )
+        # Filter plugins that say which resources they hold pods to (gang capacity).
+        self.capacity_resources: list[CapacityResources] = [
+            p for _, p in self.filter if isinstance(p, CapacityResources)
+        ]
         # Protocol isinstance checks are slow: decide once, not every cycle.
         self._normalizers: dict[str, ScoreExtensions] = {
             name: plugin for name, plugin, _ in self.score if isinstance(plugin, ScoreExtensions)

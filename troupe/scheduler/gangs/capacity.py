@@ -9,7 +9,8 @@ those nodes holds (one, if the pod has host ports). Summed per domain (one
 can take: domains below the quorum are pruned without being tried.
 
 When every member has one signature and every Filter that could change its verdict
-as pods land is NodeResourcesFit or NodePorts, the bound is exact: it is what placing
+as pods land declares ``capacity_modelled`` (resources and host ports only,
+``api.framework.PluginTraits``), the bound is exact: it is what placing
 the members one after another in the domain would give, and the cycle scores the
 domains from it, placing the gang only once, in the domain it picks
 (``troupe.scheduler.gangs.topology``). Otherwise the domains that pass are tried for
@@ -29,10 +30,6 @@ from troupe.scheduler.cycle.algorithm import PodAlgorithm
 from troupe.scheduler.cycle.batch_placer import runs
 from troupe.scheduler.framework.runtime import Framework
 
-# Filters whose verdict on a node moves as pods land there, and which the copies
-# count models exactly (resources, and one pod per host port).
-_MODELLED = frozenset({"NodeResourcesFit", "NodePorts"})
-
 
 @dataclass(slots=True)
 class Capacity:
@@ -40,8 +37,8 @@ class Capacity:
 
     copies: IntArray
     exact: bool
-    # The only Filters whose verdict moves as pods land are NodeResourcesFit and
-    # NodePorts (whatever the members' specs).
+    # The only Filters whose verdict moves as pods land are capacity-modelled ones
+    # (whatever the members' specs).
     modelled: bool
     # What one member requests (exact: every member's requests), by resource.
     request: dict[str, int]
@@ -84,15 +81,16 @@ def capacity_of(fwk: Framework, algorithm: PodAlgorithm, members: list[PodInfo])
             feasible = outcome.feasible
         else:
             modelled = False
-        for name, plugin in fwk.filter:
-            if name in state.skip_filter_plugins or getattr(plugin, "node_only", False):
+        for name, _ in fwk.filter:
+            traits = fwk.traits[name]
+            if name in state.skip_filter_plugins or traits.node_only:
                 continue
-            if name not in _MODELLED or not getattr(plugin, "node_local", False):
+            if not (traits.capacity_modelled and traits.node_local):
                 modelled = False
     else:
         # Every domain gets the same verdict: the bound stays the resources'.
         modelled = False
-    fit = fwk.plugins.get("NodeResourcesFit")
+    holders = fwk.capacity_resources
     request: dict[str, int] = {}
     for resource in {r for m in members for r in m.requests}:
         request[resource] = min(m.requests.get(resource, 0) for m in members)
@@ -103,8 +101,7 @@ def capacity_of(fwk: Framework, algorithm: PodAlgorithm, members: list[PodInfo])
         resource = table.resources[row]
         if amount <= 0:
             continue
-        checked = getattr(fit, "checks", None)
-        if resource != "pods" and (checked is None or not checked(resource)):
+        if resource != "pods" and not any(p.checks(resource) for p in holders):
             continue
         np.minimum(copies, np.maximum(free[row], 0) // amount, out=copies)
     if first.host_ports:

@@ -7,7 +7,7 @@ attempt's placements. In the same snapshot (the cycle does not yield):
 1. **Eligibility**: a gang with ``preemptionPolicy: Never`` (its own, or any member's)
    does not preempt; neither does one whose last preemption's victims are still there
    (``waiting``): it waits for them instead of evicting more.
-2. **PodGroupPostFilter** (DefaultPreemption, ``troupe.plugins.defaultpreemption.group``):
+2. **PodGroupPostFilter** (a preemption plugin, e.g. DefaultPreemption):
    the victims over the whole cluster, found with the group (and topology placement)
    algorithm through ``place``, and where every member would go.
 3. **PermitDisruption**: the plan goes ahead only if every PermitDisruption plugin
@@ -38,9 +38,8 @@ from troupe.api.cycle import CycleState
 from troupe.api.framework import DisruptionPlan, GroupEvaluation, GroupPreemptor
 from troupe.api.gangs import GangPolicy, GroupKey, GroupRef
 from troupe.api.podinfo import PodInfo
+from troupe.api.preemption import NOT_ELIGIBLE_NEVER
 from troupe.api.status import Code
-from troupe.plugins.defaultpreemption.group import NO_CANDIDATES
-from troupe.plugins.defaultpreemption.plugin import NEVER
 from troupe.queue.entity import QueuedGroupInfo
 from troupe.scheduler.cache import Cache
 from troupe.scheduler.cycle.evictions import Preemptions
@@ -160,7 +159,7 @@ class GangPreemption:
         if policy.preemption_policy == "Never" or any(
             m.pod.spec.preemption_policy == "Never" for m in members
         ):
-            return PreemptionOutcome("never", f"preemption: {NEVER}")
+            return PreemptionOutcome("never", f"preemption: {NOT_ELIGIBLE_NEVER}")
         left = self.waiting(entity)
         if left:
             return PreemptionOutcome(
@@ -186,7 +185,8 @@ class GangPreemption:
             self._preemptions.workload_attempt("error", seconds)
             return PreemptionOutcome("error", f"preemption failed: {status.message}")
         if plan is None:
-            if status.message == NO_CANDIDATES:
+            if status.is_skip:
+                # Nothing it could evict: preemption did not apply.
                 return None
             self._preemptions.workload_attempt("unschedulable", seconds)
             return PreemptionOutcome("unschedulable", f"preemption: {status.message}")
@@ -216,7 +216,9 @@ class GangPreemption:
             dict(plan.nominated),
             self._clock() + grace + HOLD_SLACK_SECONDS,
         )
-        self._preemptions.actuate_group(fwk.name, entity.ref, entity.priority, entity.members, plan)
+        self._preemptions.actuate_group(
+            fwk.name, entity.ref, entity.priority, entity.members, plan, by=fwk.preemption_plugin
+        )
         if self._disrupted is not None:
             for victim in plan.whole_groups:
                 self._disrupted(victim, f"Preempted by pod group {entity.ref.display}")

@@ -24,17 +24,13 @@ from typing import Final
 
 from troupe.api.client import Event, ObjectRef
 from troupe.api.clock import Clock
-from troupe.api.gangapi import (
-    DISRUPTION_TARGET,
-    Condition,
-    ScheduledOutcome,
-)
+from troupe.api.gangapi import Condition, ScheduledOutcome
 from troupe.api.gangapi_kinds import NATIVE_POD_GROUPS, scheduled_condition_type
 from troupe.api.gangs import GangApi, GroupRef
 from troupe.api.objects import Pod, PodCondition
 from troupe.api.podinfo import PodInfo
+from troupe.api.preemption import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from troupe.kube.client import rfc3339
-from troupe.plugins.defaultpreemption import PREEMPTION_BY_SCHEDULER
 from troupe.scheduler.cycle.writer import BackgroundWriter
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.status import (

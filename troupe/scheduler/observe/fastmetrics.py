@@ -49,7 +49,7 @@ _format_bound: Callable[[float], str] = floatToGoString
 def _created_series_enabled() -> bool:
     """prometheus_client's switch (``PROMETHEUS_DISABLE_CREATED_SERIES`` or
     ``disable_created_metrics()``), read at each scrape as its own metrics do."""
-    return bool(getattr(prometheus_client.metrics, "_use_created", True))
+    return bool(vars(prometheus_client.metrics).get("_use_created", True))
 
 
 class CounterChild:
