@@ -224,6 +224,20 @@ class PreFilterPlugin(Protocol):
 
 
 @runtime_checkable
+class PreFilterExtensions(Protocol):
+    """Optional for PreFilter plugins that keep per-pod state in CycleState (what
+    other pods use, say): preemption, which simulates taking victims off a node and
+    adding nominated pods, tells them so their Filter sees the node as simulated
+    (upstream ``PreFilterExtensions.AddPod`` / ``RemovePod``)."""
+
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, node: str) -> Status: ...
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, removed: PodInfo, node: str
+    ) -> Status: ...
+
+
+@runtime_checkable
 class FilterPlugin(Protocol):
     def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult: ...
 

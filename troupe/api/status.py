@@ -40,6 +40,9 @@ class Status:
     reasons: tuple[str, ...] = ()
     plugin: str = ""
     error: BaseException | None = None
+    # The extension point of the plugin that produced it ("Filter", "Permit", ...),
+    # stamped by the runner with ``plugin``.
+    point: str = ""
     # Attributes, not properties: read several times for every pod scheduled, and a
     # property is a Python call each time.
     is_success: bool = field(init=False, repr=False, compare=False)
@@ -78,11 +81,12 @@ class Status:
     def message(self) -> str:
         return ", ".join(self.reasons)
 
-    def stamped(self, plugin: str) -> Status:
-        """This status with the plugin that produced it recorded (first one wins)."""
+    def stamped(self, plugin: str, point: str = "") -> Status:
+        """This status with the plugin (and extension point) that produced it
+        recorded (the first one wins)."""
         if self.plugin or self.is_success:
             return self
-        return replace(self, plugin=plugin)
+        return replace(self, plugin=plugin, point=point)
 
     def wrapped(self, prefix: str) -> Status:
         """An error status whose message names where it came from, e.g.

@@ -14,15 +14,21 @@ from troupe.api.framework import (
     Diagnosis,
     DisruptionPlan,
     FilterResult,
+    GroupEvaluation,
+    GroupPreemptor,
+    Placement,
+    PlacementAssignment,
     PostFilterResult,
     PreFilterResult,
 )
+from troupe.api.gangs import GroupKey
 from troupe.api.nodetable import IndexArray, IntArray, NodeTable
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.plugins.registry import PluginSpec, default_registry
 from troupe.scheduler.framework.runtime import Framework
+from troupe.scheduler.service.wiring import Options
 
 from tests.plugins.builders import make_node, make_pod
 from tests.scheduler.harness import Harness
@@ -86,6 +92,18 @@ class Broken:
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         return self._fail()
 
+    def pod_group_post_filter(
+        self, preemptor: GroupPreemptor, evaluate: Callable[[], GroupEvaluation]
+    ) -> tuple[DisruptionPlan | None, Status]:
+        return DisruptionPlan((), {}), self._fail()
+
+    def placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
+        return self._fail()
+
+    def score_placement(self, table: NodeTable, assignment: PlacementAssignment) -> int:
+        self._fail()
+        return 0
+
 
 class Raising(Broken):
     raises = True
@@ -127,18 +145,44 @@ RUNNERS: dict[str, tuple[str, Run]] = {
         "score",
         lambda f, h, p: f.run_score(CycleState(), p, h.scheduler.cache.table, _slots(h))[1],
     ),
-    "reserve": ("reserve", lambda f, h, p: f.run_reserve(CycleState(), p, "n1")),
+    "reserve": ("reserve", lambda f, h, p: f.binding.run_reserve(CycleState(), p, "n1")),
     "permit": (
         "permit",
-        lambda f, h, p: f.run_permit(CycleState(), p, "n1", h.scheduler.waiting),
+        lambda f, h, p: f.binding.run_permit(CycleState(), p, "n1", h.scheduler.waiting),
     ),
     "permitDisruption": (
         "permitDisruption",
-        lambda f, h, p: f.run_permit_disruption(CycleState(), DisruptionPlan((), {p.key: "n1"})),
+        lambda f, h, p: f.binding.run_permit_disruption(
+            CycleState(), DisruptionPlan((), {p.key: "n1"})
+        ),
     ),
-    "preBind": ("preBind", lambda f, h, p: f.run_pre_bind(CycleState(), p, "n1")),
-    "bind": ("bind", lambda f, h, p: f.run_bind(CycleState(), p, "n1")),
+    "preBind": ("preBind", lambda f, h, p: f.binding.run_pre_bind(CycleState(), p, "n1")),
+    "bind": ("bind", lambda f, h, p: f.binding.run_bind(CycleState(), p, "n1")),
+    # The pod-group points run through the same runner.
+    "podGroupPostFilter": (
+        "podGroupPostFilter",
+        lambda f, h, p: _group_post_filter(f, p),
+    ),
+    "placementFeasible": (
+        "placementFeasible",
+        lambda f, h, p: f.group.run_placement_feasible(2, 0, 2, CycleState()),
+    ),
+    "placementScore": (
+        "placementScore",
+        lambda f, h, p: f.group.run_placement_score(
+            h.scheduler.cache.table,
+            [PlacementAssignment(Placement("all", h.scheduler.cache.table.present), 1, {})],
+            CycleState(),
+        )[1],
+    ),
 }
+
+
+def _group_post_filter(fwk: Framework, info: PodInfo) -> Status:
+    preemptor = GroupPreemptor(GroupKey("default/g"), 0, 2, {info.key: info}, 0)
+    plan, status = fwk.group.run_pod_group_post_filter(preemptor, lambda: (None, 0))
+    assert plan is None  # an error carries no plan
+    return status
 
 
 def _harness(point: str, plugin: type[Broken]) -> tuple[Harness, list[tuple[str, str, str]]]:
@@ -148,19 +192,18 @@ def _harness(point: str, plugin: type[Broken]) -> tuple[Harness, list[tuple[str,
         point: {"enabled": [{"name": plugin.name}], "disabled": [{"name": "*"}]}
     }
     h = Harness({"profiles": [{"plugins": plugins}]}, registry=registry)
-    h.nodes([make_node().name("n1").capacity(cpu="4", memory="8Gi", pods=110).obj()])
     observed: list[tuple[str, str, str]] = []
-    fwk = h.parts.profiles["troupe-scheduler"]
-    fwk.observe = lambda pt, pl, code, seconds: observed.append((pt, pl, code))
+    h.wire(Options(observer=lambda pt, pl, code, seconds: observed.append((pt, pl, code))))
+    h.nodes([make_node().name("n1").capacity(cpu="4", memory="8Gi", pods=110).obj()])
     return h, observed
 
 
-# Score returns scores, not a Status: it can only raise.
+# Score and PlacementScore return scores, not a Status: they can only raise.
 CASES = [
     pytest.param(point, plugin, id=f"{point} {how}")
     for point in RUNNERS
     for plugin, how in ((Broken, "returned"), (Raising, "raised"))
-    if not (point == "score" and plugin is Broken)
+    if not (point in ("score", "placementScore") and plugin is Broken)
 ]
 
 
@@ -178,8 +221,9 @@ async def test_an_error_is_wrapped_and_stamped_at_every_point(
     assert status.message == f'running "{plugin.name}" {name} plugin: boom'
     assert status.plugin == plugin.name
     assert status.error is BOOM
-    # The point was timed, with the failure's code.
+    # The point was timed, with the failure's code, and the Status says where.
     point_label = point[0].upper() + point[1:]
+    assert status.point == point_label
     assert (point_label, "", "ERROR") in observed
     await h.close()
 
@@ -229,8 +273,7 @@ def _two_plugins(ran: list[str], fail: bool) -> tuple[Harness, list[tuple[str, s
     }
     h = Harness({"profiles": [{"plugins": plugins}]}, registry=registry)
     observed: list[tuple[str, str, str]] = []
-    fwk = h.parts.profiles["troupe-scheduler"]
-    fwk.observe = lambda pt, pl, code, seconds: observed.append((pt, pl, code))
+    h.wire(Options(observer=lambda pt, pl, code, seconds: observed.append((pt, pl, code))))
     return h, observed
 
 
@@ -238,7 +281,7 @@ async def test_a_permit_that_waits_is_timed_as_wait_and_the_pod_is_held() -> Non
     h, observed = _two_plugins([], fail=False)
     fwk = h.parts.profiles["troupe-scheduler"]
     info = make_pod().name("p").scheduler_name("troupe-scheduler").info()
-    status = fwk.run_permit(CycleState(), info, "n1", h.scheduler.waiting)
+    status = fwk.binding.run_permit(CycleState(), info, "n1", h.scheduler.waiting)
     assert status.code is Code.WAIT
     waiting = h.scheduler.waiting.get(info.key)
     assert waiting is not None and waiting.pending_plugins == ["AlsoWaits", "Waits"]
@@ -255,8 +298,8 @@ async def test_unreserve_runs_in_reverse_and_postbind_in_order_whatever_fails(
     h, observed = _two_plugins(ran, fail)
     fwk = h.parts.profiles["troupe-scheduler"]
     info = make_pod().name("p").scheduler_name("troupe-scheduler").info()
-    fwk.run_unreserve(CycleState(), info, "n1")
-    fwk.run_post_bind(CycleState(), info, "n1")
+    fwk.binding.run_unreserve(CycleState(), info, "n1")
+    fwk.binding.run_post_bind(CycleState(), info, "n1")
     assert ran == [
         "unreserve AlsoWaits",
         "unreserve Waits",

@@ -110,7 +110,7 @@ class PodAlgorithm:
 
     def revert(self, fwk: Framework, state: CycleState, info: PodInfo, node: str) -> None:
         """Undo a placement: Unreserve, and forget the assumption."""
-        fwk.run_unreserve(state, info, node)
+        fwk.binding.run_unreserve(state, info, node)
         self.cache.forget(info)
         self._ended.forget_member(info.key)
 

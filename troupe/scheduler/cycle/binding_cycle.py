@@ -271,12 +271,12 @@ class BindingCycle:
                 self.waiting.remove(info.key)
             if status.is_success:
                 # Run "prebind" plugins.
-                status = await fwk.run_pre_bind(state, info, node)
+                status = await fwk.binding.run_pre_bind(state, info, node)
             if status.is_success and node not in self.cache.table.index:
                 self._called_off[key] = f"node {node} was deleted before the pod was bound to it"
             if status.is_success and key not in self._called_off:
                 # Run "bind" plugins.
-                status = await fwk.run_bind(state, info, node)
+                status = await fwk.binding.run_bind(state, info, node)
                 bound = status.is_success
         except BaseException:
             self.revert(fwk, state, info, node)
@@ -303,7 +303,7 @@ class BindingCycle:
         self.stats.attempt("scheduled", fwk.name, time.perf_counter() - start)
         self.stats.member_bound(info.key, self.clock.now())
         # Run "postbind" plugins.
-        fwk.run_post_bind(state, info, node)
+        fwk.binding.run_post_bind(state, info, node)
         if self._log_bound:
             log.debug(
                 "Successfully bound pod to node",

@@ -105,12 +105,12 @@ class PodCycle:
             self.cache.assume(info, node)
             self.batches.assumed(fwk, info)
         # Run "reserve" plugins.
-        status = fwk.run_reserve(state, info, node)
+        status = fwk.binding.run_reserve(state, info, node)
         if not status.is_success:
             self.algorithm.revert(fwk, state, info, node)
             return state, CycleFailure(status)
         # Run "permit" plugins.
-        status = fwk.run_permit(state, info, node, self.waiting)
+        status = fwk.binding.run_permit(state, info, node, self.waiting)
         if not (status.is_success or status.is_wait):
             self.algorithm.revert(fwk, state, info, node)
             return state, CycleFailure(status)

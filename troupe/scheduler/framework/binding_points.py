@@ -1,44 +1,38 @@
-"""The extension points from Reserve to PostBind (Reserve, Unreserve, Permit,
-PermitDisruption, PreBind, Bind, PostBind), run through the one runner shape of
-``troupe.scheduler.framework.runners`` by ``Framework``
-(``troupe.scheduler.framework.runtime``), which builds the plugin lists and the
-observer this mixin reads."""
+"""The runners of Reserve to PostBind (Reserve, Unreserve, Permit, PermitDisruption,
+PreBind, Bind, PostBind), each through the one runner shape of
+``troupe.scheduler.framework.runners``.
+
+``Framework`` (``troupe.scheduler.framework.runtime``) composes one
+``BindingRunners`` over its sorted plugins (``PointPlugins``) and its observer; the
+pod cycle, the group cycle and the binding cycle call them as ``fwk.binding``.
+"""
 
 from __future__ import annotations
 
 from troupe.api.cycle import CycleState
-from troupe.api.framework import (
-    BindPlugin,
-    DisruptionPlan,
-    PermitDisruptionPlugin,
-    PermitPlugin,
-    PostBindPlugin,
-    PreBindPlugin,
-    ReservePlugin,
-)
+from troupe.api.framework import DisruptionPlan, PermitPlugin, PostBindPlugin, ReservePlugin
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
 from troupe.scheduler.framework import runners
 from troupe.scheduler.framework.instrument import Observer
+from troupe.scheduler.framework.points import PointPlugins
 from troupe.scheduler.framework.waiting_pods import WaitingPods
 
 
-class BindingPoints:
-    """Runners of Reserve to PostBind over the profile's plugins."""
+class BindingRunners:
+    """Reserve to PostBind over one profile's plugins."""
 
-    observe: Observer
-    reserve: list[tuple[str, ReservePlugin]]
-    permit: list[tuple[str, PermitPlugin]]
-    permit_disruption: list[tuple[str, PermitDisruptionPlugin]]
-    pre_bind: list[tuple[str, PreBindPlugin]]
-    bind: list[tuple[str, BindPlugin]]
-    post_bind: list[tuple[str, PostBindPlugin]]
+    __slots__ = ("_observe", "_points")
+
+    def __init__(self, points: PointPlugins, observe: Observer) -> None:
+        self._points = points
+        self._observe = observe
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         return runners.run(
-            self.observe,
+            self._observe,
             runners.RESERVE,
-            self.reserve,
+            self._points.reserve,
             state,
             lambda _, p: p.reserve(state, pod, node_name),
         )
@@ -51,7 +45,12 @@ class BindingPoints:
             return SUCCESS
 
         runners.run(
-            self.observe, runners.UNRESERVE, self.reserve[::-1], state, unreserve, pod=pod.key
+            self._observe,
+            runners.UNRESERVE,
+            self._points.reserve[::-1],
+            state,
+            unreserve,
+            pod=pod.key,
         )
 
     def run_permit(
@@ -73,34 +72,34 @@ class BindingPoints:
             return status
 
         return runners.run(
-            self.observe, runners.PERMIT, self.permit, state, permit, finish=wait_if_asked
+            self._observe, runners.PERMIT, self._points.permit, state, permit, finish=wait_if_asked
         )
 
     def run_permit_disruption(self, state: CycleState, plan: DisruptionPlan) -> Status:
         """SUCCESS when every plugin lets ``plan``'s victims be evicted (KEP-5710);
         the first refusal otherwise."""
         return runners.run(
-            self.observe,
+            self._observe,
             runners.PERMIT_DISRUPTION,
-            self.permit_disruption,
+            self._points.permit_disruption,
             state,
             lambda _, p: p.permit_disruption(state, plan),
         )
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         return await runners.run_async(
-            self.observe,
+            self._observe,
             runners.PRE_BIND,
-            self.pre_bind,
+            self._points.pre_bind,
             state,
             lambda _, p: p.pre_bind(state, pod, node_name),
         )
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         return await runners.run_async(
-            self.observe,
+            self._observe,
             runners.BIND,
-            self.bind,
+            self._points.bind,
             state,
             lambda _, p: p.bind(state, pod, node_name),
         )
@@ -114,9 +113,9 @@ class BindingPoints:
             return SUCCESS
 
         runners.run(
-            self.observe,
+            self._observe,
             runners.POST_BIND,
-            self.post_bind,
+            self._points.post_bind,
             state,
             post_bind,
             pod=pod.key,

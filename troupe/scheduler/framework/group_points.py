@@ -1,75 +1,104 @@
-"""The extension points a pod group meets as a whole (KEP-5732 placements, KEP-5710
-PodGroupPostFilter), run by ``Framework`` (``troupe.scheduler.framework.runtime``),
-which builds the plugin lists this mixin reads."""
+"""The runners of the points a pod group meets as a whole (KEP-5732 placements,
+KEP-5710 PodGroupPostFilter), through the one runner shape of
+``troupe.scheduler.framework.runners``: timed per point, and per plugin on sampled
+group attempts (``state``: the group attempt's state).
+
+``Framework`` (``troupe.scheduler.framework.runtime``) composes one ``GroupRunners``
+over its sorted plugins; the group cycle calls them as ``fwk.group``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from troupe.api.cycle import CycleState
 from troupe.api.framework import (
     DisruptionPlan,
     GroupEvaluation,
     GroupPreemptor,
     PlacementAssignment,
-    PlacementFeasiblePlugin,
     PlacementScoreExtensions,
     PlacementScorePlugin,
     PodGroupPostFilterPlugin,
 )
 from troupe.api.nodetable import NodeTable
 from troupe.api.status import SUCCESS, Code, Status
-from troupe.scheduler.framework.instrument import plugin_error, plugin_failure
+from troupe.scheduler.framework import runners
+from troupe.scheduler.framework.instrument import Observer
+from troupe.scheduler.framework.points import PointPlugins
 
 
-class GroupPoints:
-    """Runners of the pod-group points over the profile's plugins."""
+class GroupRunners:
+    """The pod-group points over one profile's plugins."""
 
-    pod_group_post_filter: list[tuple[str, PodGroupPostFilterPlugin]]
-    placement_score: list[tuple[str, PlacementScorePlugin, int]]
-    placement_feasible: list[tuple[str, PlacementFeasiblePlugin]]
-    _placement_normalizers: dict[str, PlacementScoreExtensions]
+    __slots__ = ("_normalizers", "_observe", "_points")
+
+    def __init__(
+        self,
+        points: PointPlugins,
+        normalizers: Mapping[str, PlacementScoreExtensions],
+        observe: Observer,
+    ) -> None:
+        self._points = points
+        self._normalizers = normalizers
+        self._observe = observe
 
     def run_pod_group_post_filter(
-        self, preemptor: GroupPreemptor, evaluate: Callable[[], GroupEvaluation]
+        self,
+        preemptor: GroupPreemptor,
+        evaluate: Callable[[], GroupEvaluation],
+        state: CycleState | None = None,
     ) -> tuple[DisruptionPlan | None, Status]:
         """The first PodGroupPostFilter plugin's plan (upstream runs only one)."""
-        for name, plugin in self.pod_group_post_filter:
-            try:
-                plan, status = plugin.pod_group_post_filter(preemptor, evaluate)
-            except Exception as exc:
-                return None, plugin_error(name, "podGroupPostFilter", exc)
-            if status.code is Code.ERROR:
-                return None, plugin_failure(name, "podGroupPostFilter", status)
-            return plan, status.stamped(name)
-        return None, Status.unschedulable("no PodGroupPostFilter plugin is enabled")
+        plans: list[DisruptionPlan | None] = []
 
-    # --- placements (KEP-5732) --------------------------------------------------------
+        def post_filter(_: str, plugin: PodGroupPostFilterPlugin) -> Status:
+            plan, status = plugin.pod_group_post_filter(preemptor, evaluate)
+            plans.append(plan)
+            return status
+
+        status = runners.run(
+            self._observe,
+            runners.POD_GROUP_POST_FILTER,
+            self._points.pod_group_post_filter,
+            state,
+            post_filter,
+        )
+        plan = plans[-1] if plans and status.code is not Code.ERROR else None
+        return plan, status
 
     def run_placement_score(
-        self, table: NodeTable, assignments: Sequence[PlacementAssignment]
+        self,
+        table: NodeTable,
+        assignments: Sequence[PlacementAssignment],
+        state: CycleState | None = None,
     ) -> tuple[list[int], Status]:
         """Every candidate's weighted total over the placementScore plugins, each
         plugin's scores normalized over the candidates first."""
         totals = [0] * len(assignments)
-        for name, plugin, weight in self.placement_score:
-            try:
-                scores = [plugin.score_placement(table, a) for a in assignments]
-                status = SUCCESS
-                normalizer = self._placement_normalizers.get(name)
-                if normalizer is not None:
-                    status = normalizer.normalize_placement_score(scores)
-            except Exception as exc:
-                return totals, plugin_error(name, "placementScore", exc)
-            if not status.is_success:
-                return totals, plugin_failure(name, "placementScore", status)
-            for i, score in enumerate(scores):
-                totals[i] += score * weight
-        return totals, SUCCESS
+        weights = {name: weight for name, _, weight in self._points.placement_score}
 
-    def run_placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
+        def score(name: str, plugin: PlacementScorePlugin) -> Status:
+            scores = [plugin.score_placement(table, a) for a in assignments]
+            normalizer = self._normalizers.get(name)
+            status = normalizer.normalize_placement_score(scores) if normalizer else SUCCESS
+            if status.is_success:
+                for i, value in enumerate(scores):
+                    totals[i] += value * weights[name]
+            return status
+
+        plugins = [(name, plugin) for name, plugin, _ in self._points.placement_score]
+        status = runners.run(self._observe, runners.PLACEMENT_SCORE, plugins, state, score)
+        return totals, status
+
+    def run_placement_feasible(
+        self, min_count: int, scheduled: int, remaining: int, state: CycleState | None = None
+    ) -> Status:
         """The first non-success of the placementFeasible plugins (Wait: not yet)."""
-        for name, plugin in self.placement_feasible:
-            status = plugin.placement_feasible(min_count, scheduled, remaining)
-            if not status.is_success:
-                return status.stamped(name)
-        return SUCCESS
+        return runners.run(
+            self._observe,
+            runners.PLACEMENT_FEASIBLE,
+            self._points.placement_feasible,
+            state,
+            lambda _, p: p.placement_feasible(min_count, scheduled, remaining),
+        )

@@ -35,8 +35,10 @@ def plugin_error(plugin: str, point: str, exc: BaseException | str) -> Status:
 
 def plugin_failure(plugin: str, point: str, status: Status) -> Status:
     """A non-success Status returned by ``plugin``, as its runner reports it: stamped
-    with the plugin, and an ERROR wrapped with where it came from, exactly like a
-    raised exception (upstream ``running "X" <point> plugin: <error>``)."""
+    with the plugin and the extension point (``point`` as the profile names it,
+    ``preFilter``; the Status carries it as the metrics do, ``PreFilter``), and an
+    ERROR wrapped with where it came from, exactly like a raised exception (upstream
+    ``running "X" <point> plugin: <error>``)."""
     if status.code is Code.ERROR:
         status = status.wrapped(f'running "{plugin}" {point} plugin')
-    return status.stamped(plugin)
+    return status.stamped(plugin, point[:1].upper() + point[1:])

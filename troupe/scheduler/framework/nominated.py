@@ -40,6 +40,7 @@ from troupe.api.gangs import group_ref_of
 from troupe.api.nodetable import BoolArray, NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
+from troupe.scheduler.framework.instrument import plugin_error, plugin_failure
 from troupe.scheduler.framework.messages import pre_filter_excluded_reason
 
 Rejected = tuple[str, FilterResult, BoolArray]
@@ -68,19 +69,18 @@ def filter_slot(
                 continue
             result = plugin.filter(state, pod, table)
             if result.status.code is Code.ERROR:
-                return result.status.wrapped(f'running "{name}" filter plugin').stamped(name)
+                return plugin_failure(name, "filter", result.status)
             if result.feasible[slot]:
                 continue
             rejections = [r for r in result.explain() if r.nodes[slot]]
         except Exception as exc:
-            status = Status.from_error(exc)
-            return status.wrapped(f'running "{name}" filter plugin').stamped(name)
+            return plugin_error(name, "filter", exc)
         code = (
             Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             if any(r.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE for r in rejections)
             else Code.UNSCHEDULABLE
         )
-        return Status(code, tuple(r.reason for r in rejections), name)
+        return Status(code, tuple(r.reason for r in rejections), name, point="Filter")
     return SUCCESS
 
 
@@ -201,12 +201,12 @@ class NominatedPods:
             try:
                 result, status = plugin.pre_filter(state, pod, table)
             except Exception as exc:
-                return Status.from_error(exc).wrapped(f'running "{name}" preFilter plugin')
+                return plugin_error(name, "preFilter", exc)
             if status.is_skip:
                 state.skip_filter_plugins.add(name)
                 continue
             if not status.is_success:
-                return status.stamped(name)
+                return plugin_failure(name, "preFilter", status)
             if result is not None and result.node_names is not None:
                 restricting.append(name)
                 allowed = result.node_names if allowed is None else allowed & result.node_names

@@ -1,11 +1,13 @@
 """The one runner shape, for every extension point off the hot path.
 
-PreEnqueue, Reserve, Unreserve, Permit, PermitDisruption, PreBind, Bind and
-PostBind all loop over their plugins the same way (upstream
+PreEnqueue, Reserve, Unreserve, Permit, PermitDisruption, PreBind, Bind, PostBind
+and the pod-group points (PodGroupPostFilter, PlacementScore, PlacementFeasible) all
+loop over their plugins the same way (upstream
 ``frameworkImpl.Run*Plugins``): time the point, and on sampled cycles each plugin,
 through one observer; call the plugin; turn a raised exception into an ERROR
 ``running "<Plugin>" <point> plugin: <error>``; stop at the first status the point
-does not accept, stamped with the plugin's name. ``Point`` says what differs:
+does not accept, stamped with the plugin's name and the point. ``Point`` says what
+differs:
 
 - ``stops``: which statuses end the loop (default: anything but SUCCESS);
 - ``initial``: the result when no plugin decides (Bind: an error, no plugin bound),
@@ -149,3 +151,12 @@ PRE_BIND = Point("PreBind", "preBind")
 # A Bind plugin that skips leaves the pod to the next one; any other answer is final.
 BIND = Point("Bind", "bind", stops=lambda st: not st.is_skip, initial=_no_bind)
 POST_BIND = Point("PostBind", "postBind", contained=True)
+# Upstream runs one PodGroupPostFilter plugin: the first decides, whatever it says.
+POD_GROUP_POST_FILTER = Point(
+    "PodGroupPostFilter",
+    "podGroupPostFilter",
+    stops=lambda _: True,
+    initial=lambda: Status.unschedulable("no PodGroupPostFilter plugin is enabled"),
+)
+PLACEMENT_SCORE = Point("PlacementScore", "placementScore")
+PLACEMENT_FEASIBLE = Point("PlacementFeasible", "placementFeasible")

@@ -11,10 +11,11 @@ so a framework is complete once built.
 The pod cycle (``troupe.scheduler.cycle``) and the group cycle
 (``troupe.scheduler.gangs``) call the ``run_*`` methods. PreFilter to Score work on
 whole node arrays and are written out here, specialised for speed; every other
-point runs through the one runner shape of ``troupe.scheduler.framework.runners``
-(PreEnqueue here; Reserve to PostBind in the ``BindingPoints`` mixin of
-``troupe.scheduler.framework.binding_points``; the pod-group points in the
-``GroupPoints`` mixin of ``troupe.scheduler.framework.group_points``).
+point runs through the one runner shape of ``troupe.scheduler.framework.runners``:
+PreEnqueue here; Reserve to PostBind in ``fwk.binding``
+(``troupe.scheduler.framework.binding_points``); the pod-group points in
+``fwk.group`` (``troupe.scheduler.framework.group_points``). The plugins are sorted
+into their points, and what they declare read, once (``points.py``).
 Every runner times the point (and, on sampled cycles, each plugin) through one
 observer, stamps the failing plugin's name on the Status, and wraps exceptions and
 errors as ``running "<Plugin>" <point> plugin: <error>``.
@@ -33,41 +34,16 @@ from troupe.api.client import SchedulerClient
 from troupe.api.clock import Clock
 from troupe.api.config import ResolvedProfile
 from troupe.api.cycle import CycleState
-from troupe.api.events import ClusterEventWithHint
 from troupe.api.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
-    BindPlugin,
-    CapacityResources,
     Diagnosis,
-    EnqueueExtensions,
-    FilterPlugin,
     FilterResult,
     NamespaceLabels,
     NamespaceLister,
-    PermitDisruptionPlugin,
-    PermitPlugin,
-    PlacementFeasiblePlugin,
-    PlacementGeneratePlugin,
-    PlacementLevels,
-    PlacementScoreExtensions,
-    PlacementScorePlugin,
-    PluginTraits,
-    PodGroupPostFilterPlugin,
-    PostBindPlugin,
-    PostFilterPlugin,
     PostFilterResult,
-    PreBindPlugin,
-    PreEnqueuePlugin,
-    PreFilterPlugin,
-    PreScorePlugin,
     QueueSortKey,
-    QueueSortPlugin,
-    ReservePlugin,
-    ScoreExtensions,
-    ScorePlugin,
     Sortable,
-    traits_of,
 )
 from troupe.api.gangs import GroupDirectory, NoGroups
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
@@ -77,13 +53,13 @@ from troupe.api.podinfo import PodInfo
 from troupe.api.status import CODE_NAMES, SUCCESS, Code, Status
 from troupe.plugins.registry import Registry
 from troupe.scheduler.framework import runners
-from troupe.scheduler.framework.binding_points import BindingPoints
+from troupe.scheduler.framework.binding_points import BindingRunners
 from troupe.scheduler.framework.diagnosis import (
     FilterOutcome,
     MergedPreFilterResult,
     no_common_node,
 )
-from troupe.scheduler.framework.group_points import GroupPoints
+from troupe.scheduler.framework.group_points import GroupRunners
 from troupe.scheduler.framework.instrument import (
     RECORD_PLUGIN_METRICS,
     Observer,
@@ -92,6 +68,7 @@ from troupe.scheduler.framework.instrument import (
     plugin_failure,
 )
 from troupe.scheduler.framework.nominated import NominatedPods
+from troupe.scheduler.framework.points import capabilities, sort_plugins
 from troupe.scheduler.framework.waiting_pods import WaitingPod, WaitingPods
 
 log = structlog.get_logger("troupe.framework")
@@ -121,7 +98,7 @@ def _default_sort_key(entity: Sortable) -> tuple[Any, ...]:
     return (-entity.priority, entity.timestamp, entity.key)
 
 
-class Framework(GroupPoints, BindingPoints):
+class Framework:
     def __init__(
         self,
         profile: ResolvedProfile,
@@ -150,69 +127,27 @@ class Framework(GroupPoints, BindingPoints):
         for refs in profile.points.values():
             names.extend(r.name for r in refs if r.name not in names)
         # The framework is the handle every plugin is built with (upstream).
-        plugins = {name: registry[name].factory(profile.args.get(name), self) for name in names}
-        self.plugins = plugins
-        points = profile.points
-
-        def at(point: str, proto: type) -> list[tuple[str, object]]:
-            out = []
-            for ref in points.get(point, ()):
-                plugin = plugins[ref.name]
-                if not isinstance(plugin, proto):
-                    raise TypeError(f"plugin {ref.name!r} does not implement {point}")
-                out.append((ref.name, plugin))
-            return out
-
-        self.pre_enqueue: list[tuple[str, PreEnqueuePlugin]] = at("preEnqueue", PreEnqueuePlugin)  # type: ignore[assignment]
-        sorts = at("queueSort", QueueSortPlugin)
-        self.queue_sort: QueueSortPlugin | None = sorts[0][1] if sorts else None  # type: ignore[assignment]
-        self.pre_filter: list[tuple[str, PreFilterPlugin]] = at("preFilter", PreFilterPlugin)  # type: ignore[assignment]
-        self.filter: list[tuple[str, FilterPlugin]] = at("filter", FilterPlugin)  # type: ignore[assignment]
-        self.post_filter: list[tuple[str, PostFilterPlugin]] = at("postFilter", PostFilterPlugin)  # type: ignore[assignment]
-        self.pod_group_post_filter: list[tuple[str, PodGroupPostFilterPlugin]] = at(  # type: ignore[assignment]
-            "podGroupPostFilter", PodGroupPostFilterPlugin
+        self.plugins = {n: registry[n].factory(profile.args.get(n), self) for n in names}
+        points = self.points = sort_plugins(profile.points, self.plugins)
+        declared = self.capabilities = capabilities(points, self.plugins)
+        # The hot path's plugin lists (PreFilter to Score run here, specialised).
+        self.queue_sort = points.queue_sort
+        self.pre_filter, self.filter = points.pre_filter, points.filter
+        self.post_filter, self.pre_score, self.score = (
+            points.post_filter,
+            points.pre_score,
+            points.score,
         )
-        self.pre_score: list[tuple[str, PreScorePlugin]] = at("preScore", PreScorePlugin)  # type: ignore[assignment]
-        self.score: list[tuple[str, ScorePlugin, int]] = [
-            (ref.name, plugins[ref.name], ref.weight)  # type: ignore[misc]
-            for ref in points.get("score", ())
-        ]
-        self.reserve: list[tuple[str, ReservePlugin]] = at("reserve", ReservePlugin)  # type: ignore[assignment]
-        self.permit: list[tuple[str, PermitPlugin]] = at("permit", PermitPlugin)  # type: ignore[assignment]
-        self.permit_disruption: list[tuple[str, PermitDisruptionPlugin]] = at(  # type: ignore[assignment]
-            "permitDisruption", PermitDisruptionPlugin
-        )
-        self.pre_bind: list[tuple[str, PreBindPlugin]] = at("preBind", PreBindPlugin)  # type: ignore[assignment]
-        self.bind: list[tuple[str, BindPlugin]] = at("bind", BindPlugin)  # type: ignore[assignment]
-        self.post_bind: list[tuple[str, PostBindPlugin]] = at("postBind", PostBindPlugin)  # type: ignore[assignment]
-        self.placement_generate: list[tuple[str, PlacementGeneratePlugin]] = at(  # type: ignore[assignment]
-            "placementGenerate", PlacementGeneratePlugin
-        )
-        self.placement_score: list[tuple[str, PlacementScorePlugin, int]] = [
-            (ref.name, plugins[ref.name], ref.weight)  # type: ignore[misc]
-            for ref in points.get("placementScore", ())
-        ]
-        self.placement_feasible: list[tuple[str, PlacementFeasiblePlugin]] = at(  # type: ignore[assignment]
-            "placementFeasible", PlacementFeasiblePlugin
-        )
-        for name, plugin, _ in self.score:
-            if not isinstance(plugin, ScorePlugin):
-                raise TypeError(f"plugin {name!r} does not implement score")
-        for name, scorer, _ in self.placement_score:
-            if not isinstance(scorer, PlacementScorePlugin):
-                raise TypeError(f"plugin {name!r} does not implement placementScore")
-        # Decided once (Protocol isinstance checks are slow): which placement scorers
-        # normalize, and which generator says what levels a group gets.
-        self._placement_normalizers: dict[str, PlacementScoreExtensions] = {
-            name: scorer
-            for name, scorer, _ in self.placement_score
-            if isinstance(scorer, PlacementScoreExtensions)
-        }
-        self.placement_levels: PlacementLevels | None = next(
-            (p for _, p in self.placement_generate if isinstance(p, PlacementLevels)), None
-        )
-        # What each plugin declares of itself, read once (api.framework.PluginTraits).
-        self.traits: dict[str, PluginTraits] = {n: traits_of(p) for n, p in plugins.items()}
+        self.pod_group_post_filter = points.pod_group_post_filter
+        self.placement_generate = points.placement_generate
+        self.placement_levels = declared.placement_levels
+        self.traits = declared.traits
+        self.queueing_hints = declared.queueing_hints
+        self.capacity_resources = declared.capacity_resources
+        self._normalizers = declared.normalizers
+        # Every other point runs through the one runner shape (framework.runners).
+        self.binding = BindingRunners(points, self.observe)
+        self.group = GroupRunners(points, declared.placement_normalizers, self.observe)
         # Profiles with a Permit-barrier gang plugin (scheduler-plugins'
         # Coscheduling) gang pod by pod; all others place a gang in one cycle.
         self.pod_by_pod_gangs = any(t.gang_permit_barrier for t in self.traits.values())
@@ -223,20 +158,6 @@ class Framework(GroupPoints, BindingPoints):
         self.preemption_plugin = next(
             iter(preemptors + [n for n, _ in self.pod_group_post_filter]), ""
         )
-        # Filter plugins that say which resources they hold pods to (gang capacity).
-        self.capacity_resources: list[CapacityResources] = [
-            p for _, p in self.filter if isinstance(p, CapacityResources)
-        ]
-        # Protocol isinstance checks are slow: decide once, not every cycle.
-        self._normalizers: dict[str, ScoreExtensions] = {
-            name: plugin for name, plugin, _ in self.score if isinstance(plugin, ScoreExtensions)
-        }
-        # Each plugin's events and queueing hints (upstream EnqueueExtensions).
-        self.queueing_hints: list[tuple[str, Sequence[ClusterEventWithHint]]] = [
-            (name, plugin.events_to_register())
-            for name, plugin in plugins.items()
-            if isinstance(plugin, EnqueueExtensions)
-        ]
 
     # --- the handle plugins are built with (api.framework.Handle) --------------------
 
@@ -302,7 +223,7 @@ class Framework(GroupPoints, BindingPoints):
         return runners.run(
             self.observe,
             runners.PRE_ENQUEUE,
-            self.pre_enqueue,
+            self.points.pre_enqueue,
             None,
             lambda _, p: p.pre_enqueue(pod),
         )

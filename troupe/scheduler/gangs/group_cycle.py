@@ -188,7 +188,7 @@ class GroupCycle:
             return
         # Run "permit" plugins for every placed member; a rejection fails the gang.
         for p in placed:
-            status = fwk.run_permit(p.state, p.info, p.result.node, self.waiting)
+            status = fwk.binding.run_permit(p.state, p.info, p.result.node, self.waiting)
             if not (status.is_success or status.is_wait):
                 self.placer.revert(fwk, placed)
                 why = f"{p.info.key} rejected at Permit: {failure_message(status, None)}"

@@ -131,7 +131,9 @@ class GangPlacer:
             if quorum is not None and failures:
                 min_count, before = quorum
                 remaining = len(members) - tried + len(run)
-                status = fwk.run_placement_feasible(min_count, before + len(placed), remaining)
+                status = fwk.group.run_placement_feasible(
+                    min_count, before + len(placed), remaining
+                )
                 if status.is_rejected:
                     return
             i = 0
@@ -282,7 +284,7 @@ class GangPlacer:
         if not assumed:
             self.cache.assume(p.info, p.result.node)
         # Run "reserve" plugins.
-        status = fwk.run_reserve(p.state, p.info, p.result.node)
+        status = fwk.binding.run_reserve(p.state, p.info, p.result.node)
         if not status.is_success:
             self.algorithm.revert(fwk, p.state, p.info, p.result.node)
             failures.append((p.info, status, None))

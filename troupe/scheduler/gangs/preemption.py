@@ -179,7 +179,7 @@ class GangPreemption:
             return self._place(fwk, entity, policy, members, already)
 
         # Run "podGroupPostFilter" plugins (DefaultPreemption).
-        plan, status = fwk.run_pod_group_post_filter(preemptor, evaluate)
+        plan, status = fwk.group.run_pod_group_post_filter(preemptor, evaluate)
         seconds = time.perf_counter() - start
         if status.code is Code.ERROR:
             self._preemptions.workload_attempt("error", seconds)
@@ -194,7 +194,7 @@ class GangPreemption:
             # It fits beside every candidate: eviction is not what it lacks.
             return None
         # Run "permitDisruption" plugins: the whole gang fits with the plan.
-        permit = fwk.run_permit_disruption(self._new_cycle_state(), plan)
+        permit = fwk.binding.run_permit_disruption(self._new_cycle_state(), plan)
         if not permit.is_success:
             self._preemptions.workload_attempt("rejected", seconds)
             return PreemptionOutcome(

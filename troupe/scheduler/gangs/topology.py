@@ -316,7 +316,7 @@ class _Attempt:
             PlacementAssignment(p, self.already + count, requested)
             for p, count, requested in feasible
         ]
-        totals, status = self.fwk.run_placement_score(self.table, assignments)
+        totals, status = self.fwk.group.run_placement_score(self.table, assignments)
         top = max(range(len(totals)), key=lambda i: (totals[i], -i))
         return feasible[top][0], status
 

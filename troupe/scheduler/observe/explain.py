@@ -37,7 +37,7 @@ def member_entry(
             point, _, plugin = point_plugin.partition("/")
             rejections.append({"extensionPoint": point, "plugin": plugin, "nodes": n})
     if status is not None and status.plugin and not rejections and not status.is_success:
-        point = "Permit" if "Permit" in message else "Filter"
+        point = status.point or "Filter"
         rejections.append({"extensionPoint": point, "plugin": status.plugin, "nodes": 0})
     return {
         "pod": info.key,
