@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from troupe.api.cycle import CycleState
+from troupe.api.framework import FilterResult, PreFilterResult
+from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Namespace
 from troupe.api.podinfo import PodInfo
+from troupe.api.status import SKIP, SUCCESS, Status
+from troupe.plugins.registry import PluginSpec, default_registry
 from troupe.scheduler.cycle.batch_placer import signature
 from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.service.wiring import Wired
@@ -258,4 +264,68 @@ async def test_a_namespace_relabelled_ends_a_batch() -> None:
     h.pods([pod("p3").obj()])
     await h.settle()
     assert batches.batched == batched  # p3 ran the full cycle
+    await h.close()
+
+
+class Ledger:
+    """A plugin whose verdict ties nodes together (not node-local): a node is
+    feasible only while it holds no more of the pods it counts than the emptiest
+    node (a strict round robin), counted at Reserve. Pods labelled ``ledger=off``
+    make its PreFilter SKIP, which must cost them nothing."""
+
+    name = "Ledger"
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> tuple[PreFilterResult | None, Status]:
+        if pod.pod.metadata.labels.get("ledger") == "off":
+            return None, SKIP
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> FilterResult:
+        counts = np.array([self.counts.get(n, 0) if n else 0 for n in table.names])
+        low = counts[table.present].min() if table.present.any() else 0
+        return FilterResult.masked(counts <= low, "not the ledger's turn")
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.counts[node_name] = self.counts.get(node_name, 0) + 1
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.counts[node_name] -= 1
+
+
+def ledger_harness(seed: int = 0) -> Harness:
+    registry = default_registry()
+    registry.register(PluginSpec("Ledger", lambda a, h: Ledger(), None, Ledger))
+    on = {"enabled": [{"name": "Ledger"}]}
+    points = {"preFilter": on, "filter": on, "reserve": on}
+    return Harness({"profiles": [{"plugins": points}]}, registry=registry, seed=seed)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.lists(st.sampled_from(["2", "4", "8"]), min_size=2, max_size=6),
+    count=st.integers(min_value=2, max_value=24),
+    ledger=st.booleans(),
+    seed=st.integers(min_value=0, max_value=3),
+)
+async def test_a_plugin_active_for_the_pod_that_is_not_node_local_keeps_batching_exact(
+    sizes: list[str], count: int, ledger: bool, seed: int
+) -> None:
+    """KEP-5598 stays exact: a not node-local plugin whose PreFilter does not SKIP
+    turns batching off for the pod; one that SKIPs costs nothing (pods batch)."""
+    h = ledger_harness(seed).nodes([node(f"n{i}", cpu).obj() for i, cpu in enumerate(sizes)])
+    checked = Checked(h)
+    label = "on" if ledger else "off"
+    h.pods(pod(f"p{i:03d}").label("ledger", label).obj() for i in range(count))
+    await h.settle(rounds=200)
+    assert checked.wrong == []
+    if ledger:
+        assert checked.batched == []
+    elif count > 2:
+        assert checked.batched, "a plugin that SKIPs must not stop batching"
     await h.close()
