@@ -200,6 +200,13 @@ class GangPreemption:
             return PreemptionOutcome(
                 "rejected", f"preemption refused: {failure_message(permit, None)}"
             )
+        return self._carry_out(fwk, entity, plan, seconds)
+
+    def _carry_out(
+        self, fwk: Framework, entity: QueuedGroupInfo, plan: DisruptionPlan, seconds: float
+    ) -> PreemptionOutcome:
+        """The plan is permitted: hold the gang to its nominated nodes and evict the
+        victims (victim groups evicted whole are told so)."""
         self._preemptions.workload_attempt("preempted", seconds, plan.reprieved)
         grace = max(
             (
