@@ -385,6 +385,10 @@ class DisruptionPlan:
     # Candidates put back (spared) by the reprieve; groups evicted as a whole.
     reprieved: int = 0
     whole_groups: tuple[GroupRef, ...] = ()
+    # Pods already terminating on the plan's nodes that it counts as gone (the
+    # victims of an earlier preemption, say): not evicted again, but waited for
+    # like the victims, so their room is not counted twice.
+    awaited: tuple[PodInfo, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -255,3 +255,40 @@ async def test_a_permit_disruption_plugin_rejecting_the_plan_evicts_nothing() ->
     )
     assert sample(metrics, "scheduler_podgroup_preemption_attempts_total", result="rejected") == 1
     await h.close()
+
+
+async def test_a_second_gang_counts_the_first_gang_s_terminating_victims_as_gone() -> None:
+    # Gang a evicts one 1-cpu pod per node and is nominated there. Its victims are
+    # terminating (deletion begun, still on the nodes) when gang b, as important,
+    # preempts: b must leave a's room alone and needs one more pod per node. Counting
+    # a's victims as still there beside a's nominated members would evict two per node.
+    pods = filler()
+    h = setup(pods)
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("a", 4))
+    h.handlers.on_group_add(GangApi.COSCHEDULING, coscheduling_group("b", 4))
+    h.pods(gang("a", cpu="1"))
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    first = sorted(h.client.deletions)
+    assert len(first) == 4
+    for pod in pods:
+        if pod.key in first:
+            leaving = pod.model_copy(deep=True)
+            leaving.metadata.deletion_timestamp = "2024-01-01T00:10:00Z"
+            h.handlers.on_pod_update(pod, leaving)
+    h.pods(gang("b", cpu="1"))
+    await h.settle()
+    await h.scheduler.background.drain(timeout=1)
+    assert len(h.client.deletions) == 8
+    # b waits for a's victims on its nodes as for its own: it binds only once they
+    # are all gone, beside a.
+    survivors = {p.key: p for p in pods if p.key not in h.client.deletions}
+    assert len(survivors) == 8
+    for pod in pods:
+        if pod.key in h.client.deletions:
+            h.handlers.on_pod_delete(pod)
+    await h.advance(10)
+    await h.settle()
+    bound = dict(h.client.bindings)
+    assert set(bound) == {f"default/{g}-{i}" for g in "ab" for i in range(4)}
+    await h.close()

@@ -18,6 +18,11 @@ undone before returning):
    (``in_place``: resources and host ports are all the gang's Filters care about), or
    else when the group algorithm still reaches the quorum with it back. What cannot go
    back are the victims; each of them, put back alone, would break the placement.
+
+Lower-priority pods already terminating (an earlier preemption's victims) are off the
+table for the whole search: they go anyway, and the room they leave is what that
+preemption's nominated pods (which ``evaluate`` counts) will take. Those on the nodes
+the plan uses are its ``awaited`` pods: the gang waits for them as for its victims.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from troupe.plugins.defaultpreemption.units import (
     VictimUnit,
     importance,
     split_units_by_pdb_violation,
+    terminating_below,
     victim_units,
 )
 
@@ -47,6 +53,12 @@ def select_group_victims(
         # Nothing it could evict: preemption does not apply (declared as SKIP).
         return None, SKIP
     search = _Search(table, units)
+    # Pods already on their way out (an earlier preemption's victims) are gone for
+    # this plan: their room is what the nominated pods of that preemption take, and
+    # counting both would evict twice for it.
+    leaving = terminating_below(table, preemptor.priority)
+    for info, node in leaving:
+        table.remove_pod(info, node)
     try:
         search.take_off(units)
         nominated, placed = evaluate()
@@ -69,10 +81,14 @@ def select_group_victims(
             victims, nominated = search.reprieve(ordered, evaluate, nominated)
         pods = tuple(info for unit in sorted(victims, key=importance) for info, _ in unit.pods)
         whole = tuple(u.whole for u in victims if u.whole is not None)
-        plan = DisruptionPlan(pods, dict(nominated), len(candidates) - len(victims), whole)
+        used = set(nominated.values())
+        awaited = tuple(info for info, node in leaving if node in used)
+        plan = DisruptionPlan(pods, dict(nominated), len(candidates) - len(victims), whole, awaited)
         return plan, Status()
     finally:
         search.restore()
+        for info, node in leaving:
+            table.add_pod(info, node)
 
 
 class _Search:

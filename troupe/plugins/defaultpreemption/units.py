@@ -117,6 +117,19 @@ def victim_units(
     return singles + [_whole(table, groups, ref, prio) for _, (ref, prio) in sorted(wholes.items())]
 
 
+def terminating_below(table: NodeTable, below: int) -> list[tuple[PodInfo, str]]:
+    """(pod, node) of every assigned pod of priority below ``below`` whose deletion
+    has begun, in node then pod order."""
+    out: list[tuple[PodInfo, str]] = []
+    for slot in np.flatnonzero(table.present):
+        node = table.names[int(slot)]
+        for info in table.pods[int(slot)].values():
+            pod = info.pod
+            if pod.spec.node_name and pod.metadata.deletion_timestamp and info.priority < below:
+                out.append((info, node))
+    return out
+
+
 def _whole(table: NodeTable, groups: GroupDirectory, ref: GroupRef, priority: int) -> VictimUnit:
     pods: list[tuple[PodInfo, str]] = []
     for member in sorted(groups.placed_members(ref.key)):

@@ -213,13 +213,15 @@ class GangPreemption:
                 v.pod.spec.termination_grace_period_seconds
                 if v.pod.spec.termination_grace_period_seconds is not None
                 else DEFAULT_GRACE_SECONDS
-                for v in plan.victims
+                for v in (*plan.victims, *plan.awaited)
             ),
             default=0,
         )
         self._sweep()
+        # The gang waits for its victims and for the terminating pods its plan
+        # counted as gone (``DisruptionPlan.awaited``).
         self._pending[entity.ref.key] = _Pending(
-            [(v.key, v.pod.metadata.uid) for v in plan.victims],
+            [(v.key, v.pod.metadata.uid) for v in (*plan.victims, *plan.awaited)],
             dict(plan.nominated),
             self._clock() + grace + HOLD_SLACK_SECONDS,
         )
