@@ -13,7 +13,8 @@ embedded cluster's list filtering. Semantics are upstream's:
   are ORed, an empty term matches nothing, and a term that does not parse (for example
   ``In`` with no values) matches nothing while the other terms still count.
 * ``tolerates`` / ``find_untolerated_taint`` are ``Toleration.ToleratesTaint`` and
-  ``v1helper.FindMatchingUntoleratedTaint``.
+  ``v1helper.FindMatchingUntoleratedTaint``; ``tolerates`` also serves DRA device taints
+  (``resourceclaim.ToleratesTaint`` has the same rules).
 
 The ``validate_*`` functions report, with the field path, every reason a selector would
 silently match nothing, so callers can tell the user instead.
@@ -25,7 +26,7 @@ import json
 import re
 from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
-from typing import Final
+from typing import Final, Protocol
 
 from troupe.api.objects import (
     LabelSelector,
@@ -308,7 +309,31 @@ def node_selector_matches(
 # --- taints ----------------------------------------------------------------------------
 
 
-def tolerates(toleration: Toleration, taint: Taint) -> bool:
+class TolerationLike(Protocol):
+    """A pod toleration or a DRA device toleration."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def operator(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def effect(self) -> str: ...
+
+
+class TaintLike(Protocol):
+    """A node taint or a DRA device taint."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def effect(self) -> str: ...
+
+
+def tolerates(toleration: TolerationLike, taint: TaintLike) -> bool:
     """``Toleration.ToleratesTaint``.
 
     An empty toleration effect matches every effect, an empty key every key; operator

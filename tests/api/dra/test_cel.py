@@ -57,7 +57,7 @@ def env() -> CelEnvironment:
 
 
 def view(env: CelEnvironment, device: Device = GPU, driver: str = DRIVER) -> CelDevice:
-    return env.device(DeviceIdentity(driver, "pool", device.name), device)
+    return env.device(DeviceIdentity(driver, "pool", device.name, "slice", "1"), device)
 
 
 # (what it shows, expression) pairs that must be true on GPU.
@@ -300,6 +300,12 @@ def test_a_new_slice_version_is_evaluated_afresh() -> None:
     )
     assert env.matches(expression, old) and not env.matches(expression, new)
     assert env.evaluations == 2
+
+
+def test_a_device_without_slice_version_is_not_kept() -> None:
+    env = CelEnvironment()
+    identity = DeviceIdentity(DRIVER, "pool", "gpu-0")
+    assert env.device(identity, GPU) is not env.device(identity, GPU)
 
 
 def test_runtime_errors_are_cached_too() -> None:

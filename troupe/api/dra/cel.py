@@ -221,7 +221,10 @@ class CelEnvironment:
 
     def device(self, identity: DeviceIdentity, device: Device) -> CelDevice:
         """The CEL view of ``device`` (published by ``identity.driver``), kept across
-        calls for the same identity so its results are reused."""
+        calls for the same identity so its results are reused. An identity without a
+        slice version (an object that did not come from an API server) is not kept."""
+        if not identity.slice_version:
+            return CelDevice(self.env, identity.driver, device)
         found = self._devices.get(identity)
         if found is None:
             if len(self._devices) >= self._max_devices:

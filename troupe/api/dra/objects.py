@@ -276,7 +276,9 @@ class DeviceRequestAllocationResult(KubeModel):
     tolerations: list[DeviceToleration] = Field(default_factory=list)
     binding_conditions: list[str] = Field(default_factory=list)
     binding_failure_conditions: list[str] = Field(default_factory=list)
-    share_id: str | None = Field(default=None, alias="shareID")
+    share_id: str | None = Field(
+        default=None, validation_alias="shareID", serialization_alias="shareID"
+    )
     consumed_capacity: dict[str, QuantityStr] = Field(default_factory=dict)
 
 
