@@ -5,7 +5,8 @@
 ``python -m bench preemption [--shapes 1x1000,100x8,1x64@rack] [--minimum]``,
 ``python -m bench scale --nodes 5000 --existing-pods 1000 --pods 50000``,
 ``python -m bench peer --scheduler-cmd "PATH --config {config}" [--quick]``,
-``python -m bench simrate --nodes 5000 --existing-pods 1000 --pods 10000 --watchers 2``."""
+``python -m bench simrate --nodes 5000 --existing-pods 1000 --pods 10000 --watchers 2``,
+``python -m bench dra [--nodes 512] [--pods 64] [--per-pod 8]``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bench import (
     basic,
     chaos,
     churn,
+    dra,
     e2e,
     gang,
     peer,
@@ -47,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     simrate.add_arguments(
         sub.add_parser("simrate", help="the embedded API server's binds/s with watchers")
     )
+    dra.add_arguments(sub.add_parser("dra", help="the DRA allocator: per node and a GPU gang"))
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
@@ -70,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         return peer.run(args)
     if args.name == "simrate":
         return simrate.run(args)
+    if args.name == "dra":
+        return dra.run(args)
     return 2
 
 

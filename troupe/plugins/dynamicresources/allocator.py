@@ -32,7 +32,7 @@ from troupe.plugins.dynamicresources.errors import (
     AllocationError,
     NodeAllocationError,
 )
-from troupe.plugins.dynamicresources.pools import Inventory, NodePools, Pool, PoolID
+from troupe.plugins.dynamicresources.pools import DeviceEntry, Inventory, NodePools, Pool, PoolID
 from troupe.plugins.dynamicresources.requests import ClaimPlan, plan_claim
 from troupe.plugins.dynamicresources.results import allocation_result
 from troupe.plugins.dynamicresources.search import Budget, Counters, Search
@@ -64,6 +64,7 @@ class Allocator:
         self.max_steps = max_steps
         self.new_share_id = new_share_id
         self._available: dict[PoolID, Counters] = {}
+        self._matching: dict[tuple[DeviceEntry, tuple[str, tuple[str, ...]]], bool] = {}
         self.last_steps = 0  # search steps of the latest allocate call
 
     def allocate(
@@ -84,6 +85,7 @@ class Allocator:
             allocated=self.allocated,
             available_counters=self._available_counters,
             budget=Budget(self.clock, deadline, self.max_steps),
+            match_cache=self._matching,
             new_share_id=self.new_share_id,
         )
         self._decide_all_devices(search, plans, node_pools)

@@ -50,6 +50,11 @@ class RequestData:
     all_devices: list[DeviceEntry] | None = None  # mode All: decided before the search
 
     @property
+    def match_key(self) -> tuple[str, tuple[str, ...]]:
+        """What decides whether a device matches: the class and the request's selectors."""
+        return self.device_class.name, tuple(self.selectors)
+
+    @property
     def full_name(self) -> str:
         """``r`` or ``r/sub``: what the allocation result records."""
         return self.name if self.parent is None else f"{self.parent}/{self.name}"

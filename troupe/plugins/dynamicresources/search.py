@@ -75,6 +75,7 @@ class Search:
         allocated: AllocatedDevices,
         available_counters: Callable[[Pool], Counters],
         budget: Budget,
+        match_cache: dict[tuple[DeviceEntry, tuple[str, tuple[str, ...]]], bool] | None = None,
         new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> None:
         self.cel = cel
@@ -88,7 +89,9 @@ class Search:
         self.allocating: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, int]] = {}
         self.consumed: dict[PoolID, Counters] = {}
-        self._selectable: dict[tuple[DeviceEntry, RequestData], bool] = {}
+        # Whether a device matches a class and selectors; shared across attempts.
+        self._matching = {} if match_cache is None else match_cache
+        self._match_keys: dict[RequestData, tuple[str, tuple[str, ...]]] = {}
         self.steps = 0
 
     # -- the search ----------------------------------------------------------------------
@@ -182,12 +185,16 @@ class Search:
         return device in self.allocated.shared or device in self.allocating_capacity
 
     def selectable(self, rd: RequestData, entry: DeviceEntry) -> bool:
-        """Class selectors, then request selectors; cached per (device, request)."""
-        key = (entry, rd)
-        known = self._selectable.get(key)
+        """Class selectors, then request selectors; cached per (device, class and
+        selectors) for the allocator's lifetime."""
+        match_key = self._match_keys.get(rd)
+        if match_key is None:
+            match_key = self._match_keys[rd] = rd.match_key
+        key = (entry, match_key)
+        known = self._matching.get(key)
         if known is None:
             known = self._matches(rd, entry)
-            self._selectable[key] = known
+            self._matching[key] = known
         return known
 
     def _matches(self, rd: RequestData, entry: DeviceEntry) -> bool:
