@@ -14,8 +14,9 @@ fit the node. It raises ``AllocationError`` when the claims or classes are inval
 anywhere, ``NodeAllocationError`` when only this node is unusable (invalid pools and no
 solution), ``AllocationTimeout`` past the deadline or step budget (errors.py).
 
-Beyond upstream: results are also cached by nothing here; the per-(device, expression)
-CEL results live in ``troupe.api.dra.cel`` and survive across cycles.
+Caches: whether a device matches a (class, selectors) pair and each pool's counters
+left by the allocated devices live as long as the ``Allocator``; the per-(device,
+expression) CEL results live in ``troupe.api.dra.cel`` and survive across cycles.
 """
 
 from __future__ import annotations
