@@ -19,8 +19,9 @@ choice and its figures are in docs/dra.md). The DRA allocator
   comprehension iterations, reported with cel-go's message (docs/dra.md).
 
 Caches: compiled programs by expression text; one ``CelDevice`` per device identity
-(which includes its slice's resourceVersion and pool generation, so a republished
-device starts afresh), holding its activation and its result per expression.
+(driver, pool, device, slice name and the slice's resourceVersion, which an API server
+changes on every write, so a republished device starts afresh), holding its activation
+and its result per expression. A device whose slice has no resourceVersion is not kept.
 """
 
 from __future__ import annotations
