@@ -12,6 +12,8 @@ embedded cluster's list filtering. Semantics are upstream's:
   ``component-helpers/scheduling/corev1/nodeaffinity`` (``LazyErrorNodeSelector``): terms
   are ORed, an empty term matches nothing, and a term that does not parse (for example
   ``In`` with no values) matches nothing while the other terms still count.
+* ``node_matches_pod``: a pod's nodeSelector and required node affinity against one
+  node (NodeAffinity's update hints, ``troupe explain``'s capacity check).
 * ``tolerates`` / ``find_untolerated_taint`` are ``Toleration.ToleratesTaint`` and
   ``v1helper.FindMatchingUntoleratedTaint``; ``tolerates`` also serves DRA device taints
   (``resourceclaim.ToleratesTaint`` has the same rules).
@@ -30,9 +32,11 @@ from typing import Final, Protocol
 
 from troupe.api.objects import (
     LabelSelector,
+    Node,
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    Pod,
     Taint,
     Toleration,
 )
@@ -304,6 +308,17 @@ def node_selector_matches(
     return any(
         node_selector_term_matches(term, labels, node_name) for term in selector.node_selector_terms
     )
+
+
+def node_matches_pod(node: Node, pod: Pod) -> bool:
+    """One node against the pod's ``spec.nodeSelector`` and required node affinity
+    (upstream's ``RequiredNodeAffinity.Match`` without a profile's addedAffinity)."""
+    labels = node.metadata.labels
+    if any(labels.get(k) != v for k, v in pod.spec.node_selector.items()):
+        return False
+    aff = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+    required = aff.required_during_scheduling_ignored_during_execution if aff else None
+    return required is None or node_selector_matches(required, labels, node.metadata.name)
 
 
 # --- taints ----------------------------------------------------------------------------

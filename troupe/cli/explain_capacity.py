@@ -14,9 +14,8 @@ from typing import Any
 from troupe.api.objects import Node, Pod, Taint
 from troupe.api.quantity import format_quantity
 from troupe.api.resources import node_allocatable, pod_requests
-from troupe.api.selectors import find_untolerated_taint, tolerates
+from troupe.api.selectors import find_untolerated_taint, node_matches_pod, tolerates
 from troupe.cli.explain_state import ClusterState, Target
-from troupe.plugins.nodeaffinity.node_affinity import node_matches_pod
 
 Obj = dict[str, Any]
 # TaintToleration's Filter: taints with these effects keep a pod off a node.

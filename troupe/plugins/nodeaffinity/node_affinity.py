@@ -42,6 +42,7 @@ from troupe.api.podinfo import PodInfo
 from troupe.api.scoring import default_normalize_score
 from troupe.api.selectors import (
     NODE_NAME_FIELD,
+    node_matches_pod,
     node_selector_matches,
     node_selector_term_errors,
     requirement_matches,
@@ -322,16 +323,6 @@ class NodeAffinity:
         if isinstance(old, Node) and node_matches_pod(old, pod):
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
-
-
-def node_matches_pod(node: Node, pod: Pod) -> bool:
-    """One node against the pod's nodeSelector and required node affinity."""
-    labels = node.metadata.labels
-    if any(labels.get(k) != v for k, v in pod.spec.node_selector.items()):
-        return False
-    aff = pod.spec.affinity.node_affinity if pod.spec.affinity else None
-    required = aff.required_during_scheduling_ignored_during_execution if aff else None
-    return required is None or node_selector_matches(required, labels, node.metadata.name)
 
 
 def _weighted(table: NodeTable, terms: Sequence[tuple[int, NodeSelectorTerm]]) -> IntArray:
