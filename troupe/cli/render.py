@@ -46,7 +46,9 @@ class ProgressBar:
             self.stream.flush()
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+def table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """Columns padded to their widest cell under a dashed rule (``troupe sim`` and
+    ``troupe replay``)."""
     widths = [
         max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
     ]
@@ -76,7 +78,7 @@ def render_summary(s: Summary) -> str:
         )
     if s.per_app:
         lines.append("")
-        lines += _table(
+        lines += table(
             ["workload", "pods", "scheduled", "pending"],
             [[app, str(n), str(ok), str(n - ok)] for app, n, ok in s.per_app],
         )
@@ -131,7 +133,7 @@ def _gangs(gangs: list[GangRow]) -> list[str]:
         ]
         for g in gangs
     ]
-    lines = ["Gangs:", *_table(headers, rows)]
+    lines = ["Gangs:", *table(headers, rows)]
     waiting = [g for g in gangs if g.outcome in (GangOutcome.PENDING, GangOutcome.PARTIAL)]
     if waiting:
         lines += ["", "Pending gangs, by their last scheduling attempt:"]

@@ -29,19 +29,13 @@ import structlog
 from troupe import __version__
 from troupe.api.client import ApiError
 from troupe.api.clock import RealClock
-from troupe.api.config import (
-    ConfigError,
-    ResolvedConfig,
-    config_document,
-    load_config,
-    load_config_file,
-)
+from troupe.api.config import ConfigError, ResolvedConfig
+from troupe.cli.profile import load_profile
 from troupe.kube import KubeClient, KubeConnectionError, check_reachable, connect
 from troupe.kube.debug_auth import DebugAuth, DelegatedAuth, ReviewServer, StaticToken
 from troupe.kube.health import DEFAULT_PORT, HealthServer
 from troupe.kube.leader import LeaderElector, Outcome
 from troupe.kube.transport import USER_AGENT
-from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon, StartupError
 from troupe.scheduler.service.logs import configure_logging
 
@@ -149,13 +143,8 @@ def user_agent(identity: str) -> str:
 
 def main(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
-    cat = catalog(default_registry())
     try:
-        config = (
-            load_config_file(args.config, cat)
-            if args.config
-            else load_config(config_document(), cat)
-        )
+        config = load_profile(args.config)
     except ConfigError as exc:
         for problem in exc.problems:
             log.error("invalid configuration", file=args.config or "(default)", err=problem)

@@ -24,16 +24,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from troupe.api.config import (
-    ConfigError,
-    ResolvedConfig,
-    config_document,
-    load_config,
-    load_config_file,
-)
+from troupe.api.config import ConfigError, ResolvedConfig
+from troupe.cli.profile import load_profile
 from troupe.cli.render import ProgressBar, render_summary
 from troupe.kube.health import HealthServer
-from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.service.logs import configure_logging
 from troupe.sim import report
@@ -81,11 +75,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(sim_parser=p)
 
 
-def _config(path: str | None) -> ResolvedConfig:
-    cat = catalog(default_registry())
-    return load_config_file(path, cat) if path else load_config(config_document(), cat)
-
-
 def main(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.sim_parser
     if args.metrics_port is not None and not args.serve:
@@ -105,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         if args.token_auth_file:
             token_users = TokenUsers.from_file(args.token_auth_file)
-        config = _config(args.config)
+        config = load_profile(args.config)
         scenario = (
             load_scenario(Path(args.scenario))
             if args.scenario
