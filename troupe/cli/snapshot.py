@@ -1,8 +1,10 @@
 """``troupe snapshot --kubeconfig K -o FILE``: a cluster's scheduling state in one file.
 
-Reads nodes, pods, namespaces, PriorityClasses, PodDisruptionBudgets and every gang
-object the cluster serves (``troupe.kube.snapshot``) and writes a ``TroupeSnapshot``
-(``troupe.sim.snapshot_file``): YAML when FILE ends ``.yaml``/``.yml``, JSON otherwise.
+A thin command over the what-if engine's reader (``troupe.whatif.read``, the one
+``troupe explain`` reads a cluster with): nodes, pods, namespaces, PriorityClasses,
+PodDisruptionBudgets and every gang object the cluster serves, in pages, written as a
+``TroupeSnapshot`` (``troupe.sim.snapshot_file``): YAML when FILE ends
+``.yaml``/``.yml``, JSON otherwise.
 Secrets and ConfigMaps are never read. ``troupe replay FILE`` schedules it offline
 (docs/replay.md). A progress line on stderr when stderr is a terminal.
 """
@@ -11,15 +13,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, datetime
 from typing import TextIO
 
-from troupe.api.client import ApiError
-from troupe.kube.connection import connect
-from troupe.kube.errors import KubeConnectionError
-from troupe.kube.snapshot import capture
-from troupe.kube.transport import HttpTransport
 from troupe.sim.snapshot_file import Snapshot, write_snapshot
+from troupe.whatif.errors import WhatIfError
+from troupe.whatif.read import ClusterAddress, read_cluster
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,22 +48,15 @@ class Counter:
 
 
 async def _snapshot(args: argparse.Namespace) -> Snapshot:
-    api = await connect(args.kubeconfig, None, False, context=args.context, pool_size=4)
     counter = Counter(sys.stderr)
     try:
-        taken = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        version, gang_versions, resources = await capture(
-            HttpTransport(api), counter, page_size=max(1, args.page_size)
+        return await read_cluster(
+            ClusterAddress(args.kubeconfig, context=args.context),
+            counter,
+            page_size=max(1, args.page_size),
         )
     finally:
         counter.close()
-        await api.close()
-    return Snapshot(
-        taken_at=taken,
-        server_version=version,
-        gang_versions=gang_versions,
-        resources=resources,
-    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -73,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         snapshot = uvloop.run(_snapshot(args))
-    except (KubeConnectionError, ApiError) as exc:
+    except WhatIfError as exc:
         print(f"troupe snapshot: {exc}", file=sys.stderr)
         return 1
     write_snapshot(snapshot, args.output)

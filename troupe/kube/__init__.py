@@ -12,7 +12,6 @@ or aiohttp (an import contract holds the rest of troupe to it).
 - the HTTP/1.1 connection pool for hot requests (``http1``, ``http1_pools``);
 - leader election on a Lease (``leader``) and the scheduler's own HTTP endpoints,
   ``/metrics`` and the probes (``health``).
-- ``troupe snapshot``'s paged reads of the objects scheduling depends on (``snapshot``).
 
 See docs/events.md for how events are aggregated.
 """

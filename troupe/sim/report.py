@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import plotly.graph_objects as go
 
-from troupe.sim.replay import Outcome
+from troupe.sim.outcome import Outcome
 from troupe.sim.runner import Summary
 from troupe.sim.usage import NodeUsage, format_amount, shown
 

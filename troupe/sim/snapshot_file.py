@@ -1,7 +1,8 @@
 """The ``troupe snapshot`` file: a cluster's scheduling state in one document.
 
-``troupe snapshot`` (``troupe.cli.snapshot``) fills it from a live cluster; ``troupe
-replay`` (``troupe.sim.replay``) loads it into an embedded cluster. The envelope::
+``troupe snapshot`` fills it from a live cluster (``troupe.whatif.read``, which
+``troupe explain`` reads a cluster with too); ``troupe replay`` loads it into an
+embedded cluster (``troupe.whatif.load``). The envelope::
 
     apiVersion: troupe.dev/v1alpha1
     kind: TroupeSnapshot

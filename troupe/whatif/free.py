@@ -1,4 +1,4 @@
-"""``troupe explain``'s free-capacity fix: which running pods to move so the target
+"""The free-capacity fix of ``troupe explain``: which running pods to move so the target
 binds, e.g. ``free 8 nvidia.com/gpu in rack zone-a-r0 (move 4 pods: ...)``.
 
 The search works on requests, as the capacity section does. Per candidate domain (each
@@ -15,22 +15,25 @@ that moves more of a budget's pods than it allows says so. Domains are ranked by
 many moved pods would go past a budget, then by how many do not have lower priority,
 then by how many pods move, then by how many nodes.
 
-Like the other fixes, a plan is shown only if the scheduler, run on a copy of the
-state without those pods, binds the target; at most ``CANDIDATES`` plans are tried.
+``candidates`` gives ``troupe.whatif.fixes`` the best plans with the state each is
+checked on: like the other fixes, a plan is shown only if the scheduler, run on a copy
+of the state without those pods, binds the target; at most ``CANDIDATES`` plans are
+tried.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from troupe.api.config import ResolvedConfig
 from troupe.api.objects import Pod
 from troupe.api.pdb import PodDisruptionBudget
 from troupe.api.resources import pod_requests
-from troupe.cli.explain_capacity import fits, fmt_vector, needed, node_free
-from troupe.cli.explain_state import ClusterState, Target, checked
+from troupe.whatif.diagnosis import Diagnosis
+from troupe.whatif.fit import Ask, NodeRoom, fits, fmt_vector, node_free
+from troupe.whatif.state import ClusterState, Target, bound, pod_key
 
 Obj = dict[str, Any]
 CANDIDATES = 2  # plans verified at most (each is one run of the scheduler)
@@ -86,10 +89,6 @@ class Plan:
         )
 
 
-def _key(obj: Obj) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
-
-
 def _movable(obj: Obj) -> bool:
     meta = obj["metadata"]
     if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
@@ -121,21 +120,19 @@ def running(
     pdbs: list[PodDisruptionBudget] | None = None,
 ) -> dict[str, list[Movable]]:
     """Node -> the pods bound there that may be moved for the target."""
-    own = {_key(p) for p in state.bound_members(target)}
+    own = {pod_key(p) for p in state.bound_members(target)}
     pdbs = budgets(state) if pdbs is None else pdbs
     out: dict[str, list[Movable]] = {}
     for obj in state.pods:
-        node = (obj.get("spec") or {}).get("nodeName")
-        if not node or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if not bound(obj) or pod_key(obj) in own or not _movable(obj):
             continue
-        if _key(obj) in own or not _movable(obj):
-            continue
-        prio = int((obj.get("spec") or {}).get("priority") or 0)
+        node = obj["spec"]["nodeName"]
+        prio = int(obj["spec"].get("priority") or 0)
         parsed = Pod.model_validate(obj)
         covering = [b for b in pdbs if b.covers(parsed)]
         out.setdefault(node, []).append(
             Movable(
-                _key(obj),
+                pod_key(obj),
                 node,
                 prio,
                 dict(pod_requests(parsed)),
@@ -241,43 +238,43 @@ def _plan(
     return plan if plan.pods else None
 
 
-def search(
-    state: ClusterState,
-    target: Target,
-    diagnosis: dict[str, Any],
-    request: dict[str, int],
-    pod: Pod | None,
-) -> list[Plan]:
-    """Plans that free room for the members still needed, best first."""
-    if not request:
-        return []
-    level = (diagnosis.get("topology") or {}).get("required") or ""
-    nodes = node_free(state, pod)
-    allowed = {n: v[0] for n, v in nodes.items() if not v[2]}
-    pdbs = budgets(state)
-    movable = running(state, target, target_priority(state, target), pdbs)
-    disruptions = {
-        f"{b.metadata.namespace}/{b.metadata.name}": b.status.disruptions_allowed for b in pdbs
-    }
+def _domains(
+    state: ClusterState, target: Target, rooms: dict[str, NodeRoom], level: str
+) -> dict[str, list[str]]:
+    """Domain (label value of ``level``; "" without one) -> the nodes the member's
+    filters allow there. Members already bound hold the gang to their domain."""
     domains: dict[str, list[str]] = {}
-    for name in sorted(allowed):
-        labels = nodes[name][1]["metadata"].get("labels") or {}
+    for name in sorted(n for n, room in rooms.items() if not room.note):
+        labels = rooms[name].node["metadata"].get("labels") or {}
         if not level:
             domains.setdefault("", []).append(name)
         elif level in labels:
             domains.setdefault(labels[level], []).append(name)
     if level:
-        # Members already bound hold the gang to their domain.
-        placed = {(p.get("spec") or {}).get("nodeName") for p in state.bound_members(target)}
+        placed = {p["spec"]["nodeName"] for p in state.bound_members(target)}
         held = {
-            (nodes[n][1]["metadata"].get("labels") or {}).get(level) for n in placed if n in nodes
+            (rooms[n].node["metadata"].get("labels") or {}).get(level) for n in placed if n in rooms
         }
         if held:
             domains = {v: ns for v, ns in domains.items() if v in held}
+    return domains
+
+
+def search(state: ClusterState, target: Target, ask: Ask) -> list[Plan]:
+    """Plans that free room for the members still needed, best first."""
+    if not ask.request:
+        return []
+    rooms = node_free(state, ask.pod)
+    allowed = {n: room.free for n, room in rooms.items() if not room.note}
+    pdbs = budgets(state)
+    movable = running(state, target, target_priority(state, target), pdbs)
+    disruptions = {
+        f"{b.metadata.namespace}/{b.metadata.name}": b.status.disruptions_allowed for b in pdbs
+    }
     plans = [
         p
-        for value, names in domains.items()
-        if (p := _plan(level, value, names, allowed, movable, request, needed(diagnosis)))
+        for value, names in _domains(state, target, rooms, ask.level).items()
+        if (p := _plan(ask.level, value, names, allowed, movable, ask.request, ask.needed))
     ]
     for p in plans:
         p.allowed = {b: disruptions[b] for m in p.pods for b in m.budgets}
@@ -299,22 +296,20 @@ def _freed(plan: Plan, request: dict[str, int]) -> dict[str, int]:
     return {r: sum(m.requests.get(r, 0) for m in plan.pods) for r in request}
 
 
-def _preemption_said(diagnosis: dict[str, Any]) -> tuple[str, str]:
-    """(result, message) of the diagnosis' preemption: result "none" when it evicted
-    nothing and gave no reason."""
-    pre = diagnosis.get("preemption")
-    if pre:
-        return str(pre.get("result") or ""), str(pre.get("message") or "")
-    members = diagnosis.get("members") or []
-    post = str(members[0].get("postFilter") or "") if members else ""
+def _preemption_said(diagnosis: Diagnosis) -> str:
+    """The result of the diagnosis' preemption: "none" when it evicted nothing and
+    gave no reason."""
+    if diagnosis.preemption is not None:
+        return diagnosis.preemption.result
+    post = diagnosis.members[0].post_filter if diagnosis.members else ""
     if "preemptionPolicy=Never" in post:
-        return "never", post
-    if diagnosis.get("nominatedNodeName"):
-        return "preempted", post
-    return "none", post
+        return "never"
+    if diagnosis.nominated_node:
+        return "preempted"
+    return "none"
 
 
-def priority_note(plan: Plan, priority: int, diagnosis: dict[str, Any]) -> str:
+def priority_note(plan: Plan, priority: int, diagnosis: Diagnosis) -> str:
     """Whether preemption could have made this room, and why it did not."""
     higher = [m for m in plan.pods if not m.lower]
     if higher:
@@ -323,7 +318,7 @@ def priority_note(plan: Plan, priority: int, diagnosis: dict[str, Any]) -> str:
             "preemption only evicts lower-priority pods, so it could not do this"
         )
     note = f"all of lower priority than the target ({priority}): preemption could do this"
-    result, _ = _preemption_said(diagnosis)
+    result = _preemption_said(diagnosis)
     why = {
         "never": "it is off for the target (preemptionPolicy: Never)",
         "rejected": "a PermitDisruption plugin refused its plan",
@@ -352,38 +347,26 @@ def describe(plan: Plan, request: dict[str, int]) -> str:
     return f"free {freed} {where} (move {n} pod{'s' * (n > 1)}: {shown})"
 
 
-async def free_fixes(
-    config: ResolvedConfig,
-    state: ClusterState,
-    target: Target,
-    diagnosis: dict[str, Any],
-    request: dict[str, int],
-    pod: Pod | None,
-) -> list[dict[str, Any]]:
-    """The best plan that makes the target bind, checked with the scheduler."""
+def candidates(
+    state: ClusterState, target: Target, diagnosis: Diagnosis, ask: Ask
+) -> Iterator[tuple[ClusterState, dict[str, Any]]]:
+    """The best ``CANDIDATES`` plans as fixes to check, each with the state it is
+    checked on (without the pods it moves)."""
     priority = target_priority(state, target)
-    for plan in search(state, target, diagnosis, request, pod)[:CANDIDATES]:
-        copy = state.without_pods({m.key for m in plan.pods})
-        note = "; ".join(
-            n for n in (priority_note(plan, priority, diagnosis), budget_note(plan)) if n
-        )
-        fix = await checked(
-            config,
-            copy,
-            target,
+    for plan in search(state, target, ask)[:CANDIDATES]:
+        notes = (priority_note(plan, priority, diagnosis), budget_note(plan))
+        yield (
+            state.without_pods({m.key for m in plan.pods}),
             {
-                "fix": describe(plan, request),
+                "fix": describe(plan, ask.request),
                 "kind": "freeCapacity",
                 "level": plan.level,
                 "domain": f"{plan.level}={plan.value}" if plan.level else "",
                 "nodes": plan.nodes,
-                "freed": _freed(plan, request),
+                "freed": _freed(plan, ask.request),
                 "pods": [m.key for m in plan.pods],
                 "lowerPriority": all(m.lower for m in plan.pods),
-                "note": note,
+                "note": "; ".join(n for n in notes if n),
                 "overBudget": plan.over_budget(),
             },
         )
-        if fix is not None:
-            return [fix]
-    return []

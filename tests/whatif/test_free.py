@@ -1,14 +1,17 @@
-"""The free-capacity search of ``troupe explain`` on a cluster state in memory (the
-checked runs are end to end, tests/integration/test_explain_free_e2e.py)."""
+"""The free-capacity search of ``troupe explain`` (``troupe.whatif.free``) and the fit
+check on a cluster state in memory (the checked runs are end to end,
+tests/integration/test_explain_free_e2e.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from troupe.api.objects import Pod
-from troupe.cli.explain_capacity import capacity
-from troupe.cli.explain_free import budget_note, describe, priority_note, search
-from troupe.cli.explain_state import CORE_LISTS, ClusterState, Target
+from troupe.sim.snapshot_file import Snapshot
+from troupe.whatif.diagnosis import Diagnosis, parse_diagnosis
+from troupe.whatif.fit import Ask, capacity, needed
+from troupe.whatif.free import Plan, budget_note, describe, priority_note, search
+from troupe.whatif.state import ClusterState, Target
 
 RACK = "example.com/rack"
 
@@ -36,16 +39,26 @@ def member(i: int, node: str = "") -> dict[str, Any]:
 
 
 def state(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> ClusterState:
-    return ClusterState({CORE_LISTS["nodes"]: nodes, CORE_LISTS["pods"]: pods})
+    return ClusterState(Snapshot(resources={"nodes": nodes, "pods": pods}))
 
 
-def diagnosis(min_count: int, placed: int = 0, level: str = RACK) -> dict[str, Any]:
-    return {
+def diagnosis(
+    min_count: int, placed: int = 0, level: str = RACK, *, quorum: bool = True
+) -> Diagnosis:
+    record: dict[str, Any] = {
         "quorum": {"minCount": min_count, "alreadyPlaced": placed, "fit": 0},
         "topology": {"required": level},
         "members": [],
         "preemption": {"result": "never", "message": ""},
     }
+    if not quorum:
+        record.pop("quorum")
+    return parse_diagnosis(record)
+
+
+def plans_for(s: ClusterState, target: Target, d: Diagnosis, pod: Pod | None) -> list[Plan]:
+    """The search for one member of REQUEST, as ``troupe explain`` asks it."""
+    return search(s, target, Ask(REQUEST, needed(d), d.required_level, pod))
 
 
 GANG = Target("podgroup", "default", "g")
@@ -62,7 +75,7 @@ def test_lower_priority_pods_first_even_if_more_of_them() -> None:
             member(0), member(1),
         ],
     )  # fmt: skip
-    plans = search(s, GANG, diagnosis(2), REQUEST, None)
+    plans = plans_for(s, GANG, diagnosis(2), None)
     assert [(p.value, len(p.pods)) for p in plans] == [("a", 4), ("b", 2)]
     assert describe(plans[0], REQUEST) == (
         "free 8 cpu in rack a (move 4 pods: default/lo-a1-0, default/lo-a1-1, "
@@ -89,7 +102,7 @@ def test_one_big_pod_rather_than_two_small_and_never_the_gang_or_a_daemon() -> N
             member(1),
         ],
     )  # fmt: skip
-    (plan,) = search(s, GANG, diagnosis(2, placed=1), REQUEST, None)
+    (plan,) = plans_for(s, GANG, diagnosis(2, placed=1), None)
     assert [m.key for m in plan.pods] == ["default/big"]
     assert describe(plan, REQUEST) == "free 3 cpu in rack a (move 1 pod: default/big)"
 
@@ -101,10 +114,9 @@ def test_a_node_the_pod_may_not_use_is_neither_room_nor_freed() -> None:
         [pod("x", "2", "n1", 10), pod("solo", "3", "", 100)],
     )
     target = Target("pod", "default", "solo")
-    d = diagnosis(1, level="")
-    d.pop("quorum")
+    d = diagnosis(1, level="", quorum=False)
     solo = Pod.model_validate(s.members(target)[0])
-    cap = capacity(s, REQUEST, 1, "", solo)
+    cap = capacity(s, Ask(REQUEST, 1, "", solo))
     notes = {r["node"]: r["note"] for r in cap["nodes"]}
     assert notes == {
         "n1": "",
@@ -112,10 +124,10 @@ def test_a_node_the_pod_may_not_use_is_neither_room_nor_freed() -> None:
         "n3": "cordoned",
     }
     assert cap["domains"][0]["excluded"] == 2 and cap["domains"][0]["fit"] == 0
-    (plan,) = search(s, target, d, REQUEST, solo)
+    (plan,) = plans_for(s, target, d, solo)
     assert describe(plan, REQUEST) == "free 2 cpu on n1 (move 1 pod: default/x)"
     # Without the pod's filters the tainted node would look free (and need no move).
-    assert search(s, target, d, REQUEST, None) == []
+    assert plans_for(s, target, d, None) == []
 
 
 def pdb(name: str, app: str, allowed: int) -> dict[str, Any]:
@@ -127,7 +139,7 @@ def pdb(name: str, app: str, allowed: int) -> dict[str, Any]:
 
 
 def with_budgets(s: ClusterState, *budgets: dict[str, Any]) -> ClusterState:
-    s.lists[CORE_LISTS["poddisruptionbudgets"]] = list(budgets)
+    s.snapshot.resources["poddisruptionbudgets"] = list(budgets)
     return s
 
 
@@ -146,9 +158,8 @@ def test_pods_a_budget_allows_no_disruption_of_are_left_when_others_free_the_roo
         pdb("db", "db", 0),
     )
     target = Target("pod", "default", "solo")
-    d = diagnosis(1, level="")
-    d.pop("quorum")
-    (plan,) = search(s, target, d, REQUEST, None)
+    d = diagnosis(1, level="", quorum=False)
+    (plan,) = plans_for(s, target, d, None)
     assert [m.key for m in plan.pods] == ["default/web-0"]
     assert plan.over_budget() == {}
 
@@ -171,7 +182,7 @@ def test_a_plan_past_a_budget_is_ranked_last_and_says_so() -> None:
     # Room for one member of 3 cpu: rack a by moving db-0 alone (its budget allows no
     # disruption), rack b by moving both web pods (their budget allows 2). Fewer pods
     # would pick a; the budget puts b first.
-    plans = search(s, GANG, diagnosis(1), REQUEST, None)
+    plans = plans_for(s, GANG, diagnosis(1), None)
     assert [(p.value, [m.key for m in p.pods]) for p in plans] == [
         ("b", ["default/web-0", "default/web-1"]),
         ("a", ["default/db-0"]),

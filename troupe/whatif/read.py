@@ -1,18 +1,26 @@
-"""Reading a cluster's scheduling state for ``troupe snapshot``.
+"""Reading a cluster's scheduling state: the one reader of ``troupe snapshot``, of
+``troupe explain`` (its capacity, its fixes and its ``--offline`` diagnosis) and so,
+through the snapshot file, of ``troupe replay``.
 
-``capture`` lists nodes, pods, namespaces, PriorityClasses, PodDisruptionBudgets and
-every gang object the cluster serves — scheduler-plugins PodGroups, and the
-``scheduling.k8s.io`` Workloads, PodGroups and CompositePodGroups at the version
-troupe itself would watch (``served_gang_versions``) — each collection in pages
-(``limit`` / ``continue``). Secrets and ConfigMaps are never read.
+``read_cluster`` connects (``troupe.kube.connect``) and returns a ``Snapshot``
+(``troupe.sim.snapshot_file``): nodes, pods, namespaces, PriorityClasses,
+PodDisruptionBudgets and every gang object the cluster serves — scheduler-plugins
+PodGroups, and the ``scheduling.k8s.io`` Workloads, PodGroups and CompositePodGroups at
+the version troupe itself would watch, found through API discovery
+(``troupe.kube.discovery.served_gang_versions``, as the daemon does at start-up) —
+each collection in pages (``limit`` / ``continue``, as client-go's pager). Secrets and
+ConfigMaps are never read.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final
 
+from troupe.api.client import ApiError
 from troupe.api.gangapi import (
     COMPOSITE_POD_GROUP_V1ALPHA3,
     COMPOSITE_POD_GROUPS_PLURAL,
@@ -20,9 +28,13 @@ from troupe.api.gangapi import (
     WORKLOAD_TEMPLATES_PLURAL,
 )
 from troupe.api.gangs import GangApi
+from troupe.kube.connection import connect
 from troupe.kube.discovery import served_gang_versions, served_templates_version, serves
+from troupe.kube.errors import KubeConnectionError
 from troupe.kube.gang_informers import GANG_PATHS
-from troupe.kube.transport import Transport
+from troupe.kube.transport import HttpTransport, Transport
+from troupe.sim.snapshot_file import Snapshot
+from troupe.whatif.errors import WhatIfError
 
 PAGE_SIZE: Final = 500
 Progress = Callable[[str, int], None]
@@ -140,3 +152,46 @@ async def capture(
         )
         resources.setdefault(name, []).extend(items)
     return version, gang_versions, resources
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterAddress:
+    """Where the cluster is: a kubeconfig (None: ``$KUBECONFIG`` or ``~/.kube/config``)
+    and its context, or ``master`` overriding its server, or in-cluster credentials."""
+
+    kubeconfig: str | None = None
+    master: str | None = None
+    context: str | None = None
+    in_cluster: bool = False
+
+
+async def read_cluster(
+    address: ClusterAddress, progress: Progress | None = None, *, page_size: int = PAGE_SIZE
+) -> Snapshot:
+    """The cluster's scheduling state now. Raises ``WhatIfError`` (with the reason the
+    connection or a list failed) when it cannot be read."""
+    try:
+        api = await connect(
+            address.kubeconfig,
+            address.master,
+            address.in_cluster,
+            context=address.context,
+            pool_size=4,
+        )
+    except KubeConnectionError as exc:
+        raise WhatIfError(str(exc)) from exc
+    try:
+        taken = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        version, gang_versions, resources = await capture(
+            HttpTransport(api), progress, page_size=page_size
+        )
+    except ApiError as exc:
+        raise WhatIfError(str(exc)) from exc
+    finally:
+        await api.close()
+    return Snapshot(
+        taken_at=taken,
+        server_version=version,
+        gang_versions=gang_versions,
+        resources=resources,
+    )
