@@ -235,7 +235,10 @@ async def test_the_daemon_frees_deleted_pods_end_to_end(tmp_path: Path) -> None:
                 await eventually(
                     lambda: not cache.pod_count and not informers.pods.store, f"round {r} is gone"
                 )
-                assert alive_named("churn-") == 0, f"after round {r}"
+                # The informer may still be iterating over the batch of watch events
+                # that carried the deletions (the batch holds its pods until it ends):
+                # freed soon after, never kept.
+                await eventually(lambda: alive_named("churn-") == 0, f"round {r}'s pods are freed")
         finally:
             await daemon.stop(grace=1)
 
