@@ -10,7 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from troupe.api.client import ApiError, WriteFenced
-from troupe.kube.fence import FencedTransport
+from troupe.api.clock import RealClock
+from troupe.kube.fence import FencedTransport, WriteFence
 from troupe.kube.http1 import Http1Pool, encode_request
 from troupe.kube.http1_parse import ResponseParser
 from troupe.kube.http1_pools import pool_for
@@ -190,18 +191,19 @@ async def test_a_write_that_waited_for_a_connection_is_fenced_if_the_lease_went_
         await w.drain()
         return True
 
-    leading = True
+    fence = WriteFence(RealClock())
+    fence.open(RealClock().now(), 3600.0)
     async with (
         ScriptedServer(routes(**{"/hold": hold})) as server,
         client(server, limit=1) as (http, _),
     ):
-        fenced = FencedTransport(http, lambda: leading)
+        fenced = FencedTransport(http, fence)
         busy = asyncio.create_task(fenced.request("POST", "/hold", body=b"1"))
         await first.wait()
         waiting = asyncio.create_task(fenced.request("POST", "/hold", body=b"2"))
         await asyncio.sleep(0.05)
         assert not waiting.done()  # queued behind the only connection
-        leading = False  # the lease went stale while it waited
+        fence.close("the lease went stale while it waited")
         gate.set()
         assert (await busy).status == 200
         with pytest.raises(WriteFenced):

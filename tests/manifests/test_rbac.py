@@ -3,11 +3,12 @@
 The calls are recorded from a real run (``recorded_run``, tests/manifests/
 production_run.py): every request the embedded API server saw from troupe, turned
 into verb, API group, resource, subresource, namespace and name the way the API
-server's ``RequestInfoFactory`` does. The evaluator below follows Kubernetes RBAC's
+server's ``RequestInfoFactory`` does (a list or watch with ``fieldSelector``
+``metadata.name=<n>`` names ``<n>``). The evaluator below follows Kubernetes RBAC's
 rule matching (``rbac/v1`` ``PolicyRule``: ``*`` wildcards, ``resource/subresource``
-strings, ``resourceNames`` never matching a create or a list, ``nonResourceURLs``
-with a trailing ``*`` as a prefix). A grant the run does not exercise is listed in
-``NOT_EXERCISED`` with the code path that needs it.
+strings, ``resourceNames`` never matching a create or a list of a whole collection,
+``nonResourceURLs`` with a trailing ``*`` as a prefix). A grant the run does not
+exercise is listed in ``NOT_EXERCISED`` with the code path that needs it.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def call_of(request: Request) -> Call:
     resource, name = rest[0], rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
     watching = request.query.get("watch", "").lower() in ("true", "1")
+    if request.method == "GET" and not name:
+        name = _selected_name(request.query.get("fieldSelector", ""))
+        if name:
+            return Call("watch" if watching else "list", group, resource, "", namespace, name)
     verb = {
         "GET": "get" if name else ("watch" if watching else "list"),
         "POST": "create",
@@ -71,10 +76,32 @@ def call_of(request: Request) -> Call:
     return Call(verb, group, resource, subresource, namespace, name)
 
 
+def _selected_name(selector: str) -> str:
+    """The name a field selector requires exactly (``metadata.name=<n>`` or ``==``),
+    as ``RequestInfoFactory`` reads it for a list or watch; "" if none."""
+    for term in selector.split(","):
+        key, sep, value = term.partition("==") if "==" in term else term.partition("=")
+        if sep and key.strip() == "metadata.name" and not key.endswith("!"):
+            return value.strip()
+    return ""
+
+
 @pytest.mark.parametrize(
     ("method", "path", "query", "expected"),
     [
         ("GET", "/api/v1/pods", {"watch": "true"}, Call("watch", resource="pods")),
+        (
+            "GET",
+            "/apis/coordination.k8s.io/v1/namespaces/troupe-system/leases",
+            {"watch": "1", "fieldSelector": "metadata.name=l"},
+            Call("watch", "coordination.k8s.io", "leases", "", "troupe-system", "l"),
+        ),
+        (
+            "GET",
+            "/apis/coordination.k8s.io/v1/namespaces/troupe-system/leases",
+            {"fieldSelector": "metadata.name!=l"},
+            Call("list", "coordination.k8s.io", "leases", "", "troupe-system"),
+        ),
         ("GET", "/api/v1/nodes", {}, Call("list", resource="nodes")),
         (
             "POST",
@@ -202,6 +229,9 @@ EXERCISED = [
     ("get", "coordination.k8s.io", "leases", ""),
     ("create", "coordination.k8s.io", "leases", ""),
     ("update", "coordination.k8s.io", "leases", ""),
+    # The leader's watch of its own Lease (fencing), named by its field selector.
+    ("list", "coordination.k8s.io", "leases", ""),
+    ("watch", "coordination.k8s.io", "leases", ""),
     ("watch", "scheduling.x-k8s.io", "podgroups", ""),
     ("patch", "scheduling.x-k8s.io", "podgroups", "status"),
     ("watch", "scheduling.k8s.io", "workloads", ""),
@@ -236,6 +266,8 @@ def test_the_run_exercises_the_call(recorded_run: ProductionRun, key: tuple[str,
         Call("update", "coordination.k8s.io", "leases", "", NAMESPACE, "kube-scheduler"),
         Call("get", "coordination.k8s.io", "leases", "", "kube-system", "troupe-scheduler"),
         Call("create", "coordination.k8s.io", "leases", "", "kube-system"),
+        Call("watch", "coordination.k8s.io", "leases", "", NAMESPACE),
+        Call("list", "coordination.k8s.io", "leases", "", NAMESPACE, "kube-scheduler"),
         Call("get", path="/metrics"),
     ],
     ids=str,
@@ -325,7 +357,7 @@ CONTRACT = set().union(
     _each("list watch", "", "namespaces"),
     _each("create patch", "", "events"),
     _each("create patch", "events.k8s.io", "events"),
-    _each("create get update", "coordination.k8s.io", "leases"),
+    _each("create get update list watch", "coordination.k8s.io", "leases"),
     _each("get list watch", "scheduling.k8s.io", "priorityclasses"),
     _each("get list watch", "policy", "poddisruptionbudgets"),
     _each("get list watch", "scheduling.x-k8s.io", "podgroups"),

@@ -396,7 +396,7 @@ async def serve_elected(
         )
         probes.elector = elector
         # Every write of the scheduler asks the elector first (lease fencing).
-        daemon.fence = elector.may_write
+        daemon.fence = elector.fence
 
         async def lead() -> None:
             try:

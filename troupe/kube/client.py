@@ -2,7 +2,8 @@
 
 The binding cycle calls ``bind``; failure handling calls ``patch_pod_status`` and
 ``record_event``; preemption and gang status code call ``delete_pod``,
-``evict_pod``, ``get_json`` and ``merge_patch``. Every write attempt takes a token
+``evict_pod``, ``get_json`` and ``merge_patch``; leader election its Lease calls,
+one request each, and ``watch_lease``. Every write attempt takes a token
 from the ``clientConnection.qps/burst`` bucket and runs under the bounded retry
 policy; bodies are serialized once with compact separators and sent as bytes,
 replies are read raw (no generated model objects on the hot path).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +25,8 @@ from troupe.api.client import ApiError, Event, raise_if_called_off
 from troupe.api.clock import Clock
 from troupe.api.objects import Pod, PodCondition
 from troupe.kube.events import EventPolicy, EventRecorder
+from troupe.kube.informer import Informer
+from troupe.kube.lease_record import Lease
 from troupe.kube.ratelimit import TokenBucket
 from troupe.kube.retry import RetryPolicy, is_ambiguous, with_retries
 from troupe.kube.transport import (
@@ -408,6 +411,27 @@ class KubeClient:
         return await self._lease_request(
             "PUT", lease_path(namespace, name), lease, timeout, f"update lease {namespace}/{name}"
         )
+
+    async def watch_lease(
+        self, namespace: str, name: str, observe: Callable[[Mapping[str, Any] | None], None]
+    ) -> None:
+        """List and watch one Lease (``fieldSelector=metadata.name=<name>``, which RBAC
+        matches against a Role's ``resourceNames``) until cancelled, through the
+        informer machinery: ``observe`` gets each version seen (identity metadata and
+        the spec as sent), the current one first, and None when it is deleted."""
+        informer: Informer[Lease] = Informer(
+            self.transport,
+            lease_path(namespace),
+            Lease,
+            self._clock,
+            on_add=lambda lease: observe(lease.as_mapping()),
+            on_update=lambda _, lease: observe(lease.as_mapping()),
+            on_delete=lambda _: observe(None),
+            rng=self._rng,
+            name=f"lease {namespace}/{name}",
+            selector={"fieldSelector": f"metadata.name={name}"},
+        )
+        await informer.run()
 
     # --- lifecycle -------------------------------------------------------------------
 

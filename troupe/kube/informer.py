@@ -9,6 +9,8 @@ kube-scheduler, on raw JSON:
   validation, then reconcile against the store: add for new keys, update when the
   resourceVersion changed, delete for keys that vanished — a relist after a lost
   watch never drops nor repeats an event;
+- ``selector`` (``fieldSelector`` / ``labelSelector``) narrows every list and watch:
+  the Lease watch of leader election reads one object (``metadata.name=<lease>``);
 - watch from the list's resourceVersion with bookmarks, ``timeoutSeconds`` jittered
   in [t, 2t) as the reflector does, and a client timeout a little longer; one
   ``validate_json`` per event line (``troupe.kube.wire``); bookmarks only advance the version;
@@ -35,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -132,8 +134,11 @@ class Informer(Generic[ObjT]):
         config: InformerConfig | None = None,
         rng: random.Random | None = None,
         name: str = "",
+        selector: Mapping[str, str] | None = None,
     ) -> None:
         self.path = path
+        # Query parameters of every list and watch: a field or label selector.
+        self._selector = dict(selector or {})
         self.name = name or path
         self._t = transport
         self._clock = clock
@@ -247,7 +252,7 @@ class Informer(Generic[ObjT]):
         cont = ""
         rv = ""
         while True:
-            query = {"limit": str(self.config.page_size)}
+            query = {**self._selector, "limit": str(self.config.page_size)}
             if cont:
                 query["continue"] = cont
             resp = await self._t.request(
@@ -326,6 +331,7 @@ class Informer(Generic[ObjT]):
         """One watch until the server ends it; the number of event lines seen."""
         timeout_seconds = int(self.config.watch_timeout * (1.0 + self._rng.random()))
         query = {
+            **self._selector,
             "watch": "true",
             "allowWatchBookmarks": "true",
             "resourceVersion": self.resource_version,

@@ -17,24 +17,34 @@ leading (``on_started_leading``, an owned task) and renews the lease every
 - on a clean stop the lease is released (``ReleaseOnCancel``): holder "" and
   ``leaseDurationSeconds`` 1, so a standby takes over at its next attempt.
 
+A Lease troupe cannot read (``lease_record.read_record``: a field of the wrong type)
+is held by another replica that never renews: a standby waits out its own
+``lease_duration`` from when it last saw the Lease change, then overwrites it.
+
 ``leader_election_master_status{name}`` (client-go's metric, through the ``metrics``
 hook, ``SchedulerMetrics.leading``) is 0 while standing by or stopped and 1 while
 leading, so ``max(leader_election_master_status) == 0`` means nobody schedules.
 
-**Fencing.** A leader writes only while it can prove the lease on its own monotonic
-clock: ``may_write`` is true while the last successful renewal *was sent* less
-than ``renew_deadline`` ago (the lease cannot have expired for another replica
-before ``leaseDuration`` after our renewal landed, and it landed after it was
-sent). The scheduler's writes go through a ``FencedTransport``
-(``troupe.kube.fence``) that asks before sending each one. A leader stalled past
-the deadline (SIGSTOP, a VM pause, a long GC pause, CPU throttling) finds out at
-its first write or its next renewal, whichever comes first: the write is not
-sent, and leadership ends at once (``Outcome.LOST``), so the process stops its
-work and exits before anything else goes out.
+**Fencing.** A leader writes only while its ``WriteFence`` (``troupe.kube.fence``) is
+open; the scheduler's writes go through a ``FencedTransport`` that asks it first. It
+holds while the last successful renewal *was sent* less than ``renew_deadline`` ago
+on our own clock (the lease cannot have expired for another replica before
+``leaseDuration`` after our renewal landed, and it landed after it was sent), and
+while no version of the Lease seen since says otherwise: while leading, the elector
+watches its Lease (``LeaseClient.watch_lease``) and judges every version it sees
+there or reads itself. Deleted, another holder or unreadable closes the fence at
+once; a ``leaseDurationSeconds`` shorter than the time since our last renewal closes
+it, one shorter than ``renew_deadline`` moves its end in. A leader stalled past the
+deadline (SIGSTOP, a VM pause, a long GC pause) finds out at its first write or next
+renewal. Every closure ends leadership (``Outcome.LOST``): the process stops and
+exits, as kube-scheduler does, and leads again only by acquiring the Lease as a
+standby. While the watch reconnects, a change is seen at the next renewal.
 
-Deviations, all in the safe direction: leadership ends at once when a renewal finds
-another holder (client-go keeps polling until the deadline), and ``on_stopped_leading``
-runs *before* the release, so scheduling has stopped before anyone else may start.
+Deviations from client-go, all in the safe direction: leadership ends at once when
+the Lease shows another holder, is deleted (client-go re-creates it at its next
+renewal) or is unreadable (client-go's API server never sends one); and
+``on_stopped_leading`` runs *before* the release, so scheduling has stopped before
+anyone else may start.
 """
 
 from __future__ import annotations
@@ -43,7 +53,6 @@ import asyncio
 import enum
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
@@ -51,11 +60,16 @@ import structlog
 from troupe.api.client import ApiError
 from troupe.api.clock import Clock
 from troupe.kube.events import micro_time
+from troupe.kube.fence import WriteFence
+from troupe.kube.lease_record import LeaderRecord, LeaseSeen, is_newer, resource_version
 
 log = structlog.get_logger("troupe.leader")
 
 # wait.JitterUntil's factor in client-go's acquire loop.
 JITTER_FACTOR = 1.2
+
+LeaseObserver = Callable[[Mapping[str, Any] | None], None]
+"""Called with each version of the Lease a watch sees (None: it was deleted)."""
 
 
 class LeaseClient(Protocol):
@@ -73,42 +87,16 @@ class LeaseClient(Protocol):
         self, namespace: str, name: str, lease: Mapping[str, Any], *, timeout: float
     ) -> dict[str, Any]: ...
 
+    async def watch_lease(self, namespace: str, name: str, observe: LeaseObserver) -> None:
+        """List and watch the Lease until cancelled, calling ``observe`` with each
+        version seen (the current one first)."""
+        ...
+
 
 class LeadershipMetrics(Protocol):
     """Where leadership is reported (``SchedulerMetrics`` implements it)."""
 
     def leading(self, name: str, leading: bool) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderRecord:
-    """The Lease spec fields leader election reads and writes."""
-
-    holder: str = ""
-    lease_duration_seconds: int = 0
-    acquire_time: str = ""
-    renew_time: str = ""
-    transitions: int = 0
-
-    @classmethod
-    def of(cls, lease: Mapping[str, Any]) -> LeaderRecord:
-        spec = lease.get("spec") or {}
-        return cls(
-            holder=str(spec.get("holderIdentity") or ""),
-            lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
-            acquire_time=str(spec.get("acquireTime") or ""),
-            renew_time=str(spec.get("renewTime") or ""),
-            transitions=int(spec.get("leaseTransitions") or 0),
-        )
-
-    def spec(self) -> dict[str, Any]:
-        return {
-            "holderIdentity": self.holder,
-            "leaseDurationSeconds": self.lease_duration_seconds,
-            "acquireTime": self.acquire_time or None,
-            "renewTime": self.renew_time or None,
-            "leaseTransitions": self.transitions,
-        }
 
 
 class Outcome(enum.Enum):
@@ -147,15 +135,13 @@ class LeaderElector:
         # Lease.spec.leaseDurationSeconds is an integer; client-go truncates. At least 1
         # so a sub-second configuration still writes a lease others can respect.
         self._duration_seconds = max(1, int(lease_duration))
-        self._lease: dict[str, Any] | None = None  # last object read or written
-        self._observed = LeaderRecord()
-        self._observed_time = float("-inf")  # our monotonic clock
+        self._seen = LeaseSeen(namespace, name)
         self._last_renew = float("-inf")
         self._leading = False
         self._running = False
         self._stop = asyncio.Event()
-        # Set when a write found the lease stale: leadership ends at once.
-        self._fenced = asyncio.Event()
+        # What the scheduler's writes ask (FencedTransport); closed, leadership ends.
+        self.fence = WriteFence(clock)
 
     # --- state -------------------------------------------------------------------
 
@@ -181,25 +167,16 @@ class LeaderElector:
         return self._running
 
     def may_write(self) -> bool:
-        """Whether this replica may send a write now: it leads, and its last
-        successful renewal was sent less than ``renew_deadline`` ago on its own clock.
-        The first refusal ends leadership (the caller sends nothing)."""
-        if self._leading and self.clock.now() - self._last_renew < self.renew_deadline:
-            return True
-        if self._leading and not self._fenced.is_set():
-            log.error(
-                "lease not renewed within the renew deadline; no more writes",
-                lease=self._key,
-                renewDeadline=self.renew_deadline,
-                sinceRenewal=round(self.clock.now() - self._last_renew, 3),
-            )
-            self._fenced.set()
-        return False
+        """Whether this replica may send a write now (``WriteFence.may_write``): it
+        leads, its last successful renewal was sent less than ``renew_deadline`` ago
+        on its own clock, and no version of the Lease seen since says otherwise. The
+        first refusal ends leadership (the caller sends nothing)."""
+        return self.fence.may_write()
 
     @property
     def observed(self) -> LeaderRecord:
         """The lease record as last seen (holder, times, transitions)."""
-        return self._observed
+        return self._seen.record
 
     def _set_leading(self, leading: bool) -> None:
         self._leading = leading
@@ -207,36 +184,87 @@ class LeaderElector:
             self._metrics.leading(self.name, leading)
 
     def _holds(self) -> bool:
-        return self._observed.holder == self.identity
+        return self._seen.holds(self.identity)
 
     def _lease_valid(self, now: float) -> bool:
-        return self._observed_time + self._observed.lease_duration_seconds > now
+        # An unreadable Lease: held by someone who never renews, for our own duration.
+        return self._seen.valid(now, self.lease_duration)
+
+    @property
+    def _key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    # --- what is seen of the Lease ------------------------------------------------
+
+    def _observe(self, lease: dict[str, Any], now: float, *, judge: bool) -> None:
+        """Take in a version of the Lease (read, written or watched). ``judge``: it
+        may have been written by someone else, so a leader checks it still holds."""
+        if self._seen.take(lease, now) and self._seen.record.problem:
+            log.error(
+                "lease cannot be read; treated as held by another replica",
+                lease=self._key,
+                err=self._seen.record.problem,
+            )
+        if judge:
+            self._judge("read")
+
+    def _gone(self, now: float, seen_by: str) -> None:
+        self._seen.gone(now)
+        if self._leading:
+            self.fence.close("lease deleted", seenBy=seen_by)
+
+    def _judge(self, seen_by: str) -> None:
+        """While leading: close the fence unless the Lease seen last is still ours
+        with a duration that covers the time since our last renewal."""
+        if not self._leading:
+            return
+        record = self._seen.record
+        if record.problem:
+            self.fence.close(
+                "lease cannot be read; treated as held by another replica",
+                err=record.problem,
+                seenBy=seen_by,
+            )
+        elif record.holder != self.identity:
+            self.fence.close("lease taken by another replica", holder=record.holder, seenBy=seen_by)
+        else:
+            self.fence.shorten(record.lease_duration_seconds)
+
+    def _watched(self, lease: Mapping[str, Any] | None) -> None:
+        """One version of the Lease from the watch (None: deleted)."""
+        if not self._leading:
+            return
+        now = self.clock.now()
+        if lease is None:
+            self._gone(now, "watch")
+            return
+        if not is_newer(resource_version(lease), self._seen.version):
+            return  # one we have seen, or an older one our own writes went over
+        self._observe(dict(lease), now, judge=False)
+        self._judge("watch")
+
+    async def _watch(self) -> None:
+        """The Lease watch while leading. If it fails, renewals still see changes."""
+        try:
+            await self.client.watch_lease(self.namespace, self.name, self._watched)
+        except Exception as exc:
+            log.error(
+                "lease watch failed; changes are seen at the next renewal",
+                lease=self._key,
+                err=repr(exc),
+            )
 
     # --- one attempt (client-go tryAcquireOrRenew) --------------------------------
 
-    def _desired(self, wall: float) -> LeaderRecord:
-        stamp = micro_time(wall)
-        return LeaderRecord(self.identity, self._duration_seconds, stamp, stamp, 0)
-
-    def _observe(self, lease: dict[str, Any], now: float) -> None:
-        self._lease = lease
-        record = LeaderRecord.of(lease)
-        if record != self._observed:
-            self._observed = record
-            self._observed_time = now
-
-    def _body(self, record: LeaderRecord) -> dict[str, Any]:
-        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
-        if self._lease is not None:
-            rv = (self._lease.get("metadata") or {}).get("resourceVersion")
-            if rv:
-                metadata["resourceVersion"] = rv
-        return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": metadata,
-            "spec": record.spec(),
-        }
+    def _ours(self, old: LeaderRecord | None, stamp: str) -> LeaderRecord:
+        """The record we write: a renewal keeps ``acquireTime`` and the transitions, a
+        takeover starts anew with one more transition, a new Lease has none."""
+        me, seconds = self.identity, self._duration_seconds
+        if old is None:
+            return LeaderRecord(me, seconds, stamp, stamp, 0)
+        if old.holder == me and not old.problem:
+            return LeaderRecord(me, seconds, old.acquire_time, stamp, old.transitions)
+        return LeaderRecord(me, seconds, stamp, stamp, old.transitions + 1)
 
     async def try_acquire_or_renew(self) -> bool:
         """One attempt to take or keep the lease; True when we hold it afterwards."""
@@ -246,74 +274,58 @@ class LeaderElector:
             log.info("lease attempt failed", lease=self._key, error=str(exc))
             return False
 
-    @property
-    def _key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    async def _write(self, record: LeaderRecord, *, create: bool = False) -> None:
+        """Create or update the Lease with ``record``; a 409 raises."""
+        c, body, timeout = self.client, self._seen.body(record), self.renew_deadline
+        if create:
+            written = await c.create_lease(self.namespace, body, timeout=timeout)
+        else:
+            written = await c.update_lease(self.namespace, self.name, body, timeout=timeout)
+        self._observe(written, self.clock.now(), judge=False)
 
     async def _try_acquire_or_renew(self) -> bool:
-        now, desired = self.clock.now(), self._desired(self.clock.wall())
-        timeout = self.renew_deadline
+        now, stamp = self.clock.now(), micro_time(self.clock.wall())
+        seen = self._seen
         # Fast path of a renewal: write over the cached object without reading first.
-        if self._holds() and self._lease_valid(now) and self._lease is not None:
-            record = LeaderRecord(
-                self.identity,
-                self._duration_seconds,
-                self._observed.acquire_time,
-                desired.renew_time,
-                self._observed.transitions,
-            )
+        if self._holds() and self._lease_valid(now) and seen.lease is not None:
             try:
-                updated = await self.client.update_lease(
-                    self.namespace, self.name, self._body(record), timeout=timeout
-                )
+                await self._write(self._ours(seen.record, stamp))
             except ApiError as exc:
                 # 409: someone wrote the lease since; read it and decide again.
                 log.debug("lease renewal fell back to a read", lease=self._key, error=str(exc))
             else:
-                self._observe(updated, self.clock.now())
                 return True
-        lease = await self.client.get_lease(self.namespace, self.name, timeout=timeout)
+        lease = await self.client.get_lease(self.namespace, self.name, timeout=self.renew_deadline)
         if lease is None:
-            self._lease = None
-            try:
-                created = await self.client.create_lease(
-                    self.namespace, self._body(desired), timeout=timeout
-                )
-            except ApiError as exc:
-                if exc.is_conflict:  # another replica created it first
-                    return False
-                raise
-            self._observe(created, self.clock.now())
-            return True
-        self._observe(lease, now)
-        old = self._observed
-        if old.holder and old.holder != self.identity and self._lease_valid(now):
+            if self._leading:  # deleted under us: leadership ends, it is not re-created
+                self._gone(now, "read")
+                return False
+            seen.lease = None
+            return await self._unless_conflict(self._write(self._ours(None, stamp), create=True))
+        self._observe(lease, now, judge=True)
+        if self.fence.closure is not None and self._leading:
+            return False  # judged: not ours any more
+        old = seen.record
+        if old.held_by_another(self.identity) and self._lease_valid(now):
             return False
-        if old.holder == self.identity:
-            record = LeaderRecord(
-                self.identity,
-                self._duration_seconds,
-                old.acquire_time,
-                desired.renew_time,
-                old.transitions,
+        if old.problem:
+            log.warning(
+                "taking over a lease that could not be read for a lease duration",
+                lease=self._key,
+                err=old.problem,
             )
-        else:
-            record = LeaderRecord(
-                self.identity,
-                self._duration_seconds,
-                desired.acquire_time,
-                desired.renew_time,
-                old.transitions + 1,
-            )
+        return await self._unless_conflict(self._write(self._ours(old, stamp)))
+
+    @staticmethod
+    async def _unless_conflict(write: Coroutine[Any, Any, None]) -> bool:
+        """True once ``write`` is done; False on a 409 (another replica created or
+        wrote the Lease first: the next attempt re-reads)."""
         try:
-            updated = await self.client.update_lease(
-                self.namespace, self.name, self._body(record), timeout=timeout
-            )
+            await write
         except ApiError as exc:
-            if exc.is_conflict:  # lost a race; the next attempt re-reads
+            if exc.is_conflict:
                 return False
             raise
-        self._observe(updated, self.clock.now())
         return True
 
     # --- loops -------------------------------------------------------------------
@@ -343,39 +355,38 @@ class LeaderElector:
                 self._last_renew = sent
                 log.info("successfully acquired lease", lease=self._key, identity=self.identity)
                 return
-            if self._observed.holder and self._observed.holder != self.identity:
-                log.debug("lease is held by another replica", holder=self._observed.holder)
+            if self._seen.record.held_by_another(self.identity):
+                log.debug("lease is held by another replica", holder=self._seen.record.holder)
             jitter = self.retry_period * JITTER_FACTOR * self._rng.random()
             await self.clock.sleep(self.retry_period + jitter)
 
+    def _renewal_seconds(self) -> float:
+        """How long after a renewal was sent we may write: ``renew_deadline``, or our
+        own ``leaseDurationSeconds`` if that is shorter."""
+        return min(self.renew_deadline, float(self._duration_seconds))
+
     async def _renew(self) -> None:
-        """Renew every ``retry_period``; return when a renewal did not succeed within
-        ``renew_deadline`` or another replica was seen holding the lease."""
+        """Renew every ``retry_period``; return, with the fence closed, when a renewal
+        did not succeed within ``renew_deadline`` or the Lease is no longer ours."""
         while True:
             deadline = self.clock.now() + self.renew_deadline
             while True:
                 sent = self.clock.now()
-                if sent - self._last_renew >= self.renew_deadline:
+                if not self.fence.may_write():
                     # Stalled past the deadline (the process was paused): the lease
                     # may be someone else's already, whatever this renewal returns.
-                    log.error(
-                        "lease not renewed within the renew deadline",
-                        lease=self._key,
-                        renewDeadline=self.renew_deadline,
-                    )
                     return
                 if await self._bounded(deadline - sent):
                     # The lease runs from when the renewal was sent, at the latest.
                     self._last_renew = sent
+                    self.fence.renewed(sent, self._renewal_seconds())
                     break
-                if self._observed.holder != self.identity:
-                    log.error("lease taken by another replica", holder=self._observed.holder)
+                if self.fence.closure is not None:
                     return
                 remaining = deadline - self.clock.now()
                 if remaining <= 0:
-                    log.error(
+                    self.fence.close(
                         "failed to renew lease within the deadline",
-                        lease=self._key,
                         renewDeadline=self.renew_deadline,
                     )
                     return
@@ -389,18 +400,15 @@ class LeaderElector:
         return await self._bounded(self.renew_deadline, self._release)
 
     async def _release(self) -> bool:
-        if not self._holds() or self._lease is None:
+        if not self._holds() or self._seen.lease is None:
             return True
         stamp = micro_time(self.clock.wall())
-        record = LeaderRecord("", 1, stamp, stamp, self._observed.transitions)
+        record = LeaderRecord("", 1, stamp, stamp, self._seen.record.transitions)
         try:
-            released = await self.client.update_lease(
-                self.namespace, self.name, self._body(record), timeout=self.renew_deadline
-            )
+            await self._write(record)
         except ApiError as exc:
             log.warning("failed to release lease", lease=self._key, error=str(exc))
             return False
-        self._observe(released, self.clock.now())
         log.info("released lease", lease=self._key)
         return True
 
@@ -439,13 +447,14 @@ class LeaderElector:
         on_stopped_leading: Callable[[], Awaitable[None]],
         stop: asyncio.Future[Any],
     ) -> Outcome:
-        self._fenced.clear()
+        self.fence.open(self._last_renew, self._renewal_seconds(), lease=self._key)
         self._set_leading(True)
+        watch = asyncio.ensure_future(self._watch())
         leading = asyncio.ensure_future(on_started_leading())
         renew = asyncio.ensure_future(self._renew())
-        fenced = asyncio.ensure_future(self._fenced.wait())
+        fenced = asyncio.ensure_future(self.fence.closed.wait())
         try:
-            await _first_of(renew, leading, stop, fenced, cancel=(renew, fenced))
+            await _first_of(renew, leading, stop, fenced, cancel=(renew, fenced, watch))
             if stop.done():
                 outcome = Outcome.STOPPED
             elif leading.done():
@@ -453,11 +462,11 @@ class LeaderElector:
             else:
                 outcome = Outcome.LOST
                 log.error("leader election lost", lease=self._key, identity=self.identity)
-            self._set_leading(False)
+            self._end_term(outcome)
             await on_stopped_leading()
         finally:
-            self._set_leading(False)
-            await _cancelled(leading, renew)
+            self._end_term(Outcome.STOPPED)
+            await _cancelled(leading, renew, watch)
         # Best effort after a loss too (a 409 shows the lease is already someone else's),
         # but briefly: the process is about to exit.
         if outcome is Outcome.LOST:
@@ -467,6 +476,11 @@ class LeaderElector:
         if not leading.cancelled() and (exc := leading.exception()) is not None:
             raise exc
         return outcome
+
+    def _end_term(self, outcome: Outcome) -> None:
+        """No more writes: leadership ends (the fence is closed already after a loss)."""
+        self._set_leading(False)
+        self.fence.close(f"stopped leading ({outcome.value})", quiet=True)
 
 
 async def _first_of(*tasks: asyncio.Future[Any], cancel: tuple[asyncio.Future[Any], ...]) -> None:

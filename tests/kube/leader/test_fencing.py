@@ -41,7 +41,7 @@ async def test_a_leader_writes_while_its_renewals_are_fresh() -> None:
     run = Run(elector(StoreClient(store), clock))
     await advance(clock, 0.5)
     inner = Recording()
-    fenced = FencedTransport(inner, run.e.may_write)
+    fenced = FencedTransport(inner, run.e.fence)
     await advance(clock, 5 * RETRY)  # renewing all along
     await fenced.request(*BIND)
     assert inner.sent == [BIND]
@@ -54,7 +54,7 @@ async def test_a_leader_stalled_past_the_renew_deadline_sends_nothing_and_stops_
     run = Run(elector(StoreClient(store), clock))
     await advance(clock, 0.5)
     inner = Recording()
-    fenced = FencedTransport(inner, run.e.may_write)
+    fenced = FencedTransport(inner, run.e.fence)
     # The process was stopped (SIGSTOP, a VM pause): time passed, nothing ran. Its
     # queued writes run first when it resumes, before the renew loop does.
     clock.advance(RENEW + 6)

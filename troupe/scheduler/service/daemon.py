@@ -39,7 +39,7 @@ from troupe.kube import (
     check_reachable,
     connect,
 )
-from troupe.kube.fence import FencedTransport
+from troupe.kube.fence import FencedTransport, WriteFence
 from troupe.kube.gang_informers import add_gang_informers
 from troupe.kube.namespace_informer import namespace_informer
 from troupe.kube.pdb_informer import pdb_informer
@@ -85,7 +85,7 @@ class SchedulerDaemon:
         sync_timeout: float = 60.0,
         seed: int | None = None,
         stats: AttemptStats | None = None,
-        fence: Callable[[], bool] | None = None,
+        fence: WriteFence | None = None,
         options: Options | None = None,
     ) -> None:
         self.config = config
@@ -99,7 +99,7 @@ class SchedulerDaemon:
         # scheduled (the Prometheus histograms hold the distribution). Benchmarks that
         # read latencies pass their own AttemptStats().
         self.stats = stats if stats is not None else AttemptStats(keep_latencies=False)
-        # May a write be sent now? (``LeaderElector.may_write`` under leader election.)
+        # May a write be sent now? (``LeaderElector.fence`` under leader election.)
         self.fence = fence
         self.tasks = TaskSupervisor("daemon")
         self.scheduler: Scheduler | None = None
