@@ -101,10 +101,10 @@ class WriteFence:
         self._floor = float("-inf")
         self._lapse = (NOT_RENEWED, {"renewDeadline": seconds})
 
-    def shorten(self, lease_duration_seconds: int) -> None:
+    def shorten(self, lease_duration_seconds: int, **fields: Any) -> None:
         """The Lease, still ours, now says ``leaseDurationSeconds``: the others may
         count it from our last renewal on, so no write after that many seconds. Closes
-        the fence at once when they have passed."""
+        the fence at once when they have passed (logged with ``fields``)."""
         if not self._open:
             return
         until = self._renewed_at + lease_duration_seconds
@@ -112,7 +112,8 @@ class WriteFence:
             self._until = until
             # Learned now: writes sent before this moment were sent in good faith.
             self._floor = self._clock.now()
-            self._lapse = (DURATION_RAN_OUT, {"leaseDurationSeconds": lease_duration_seconds})
+            fields["leaseDurationSeconds"] = lease_duration_seconds
+            self._lapse = (DURATION_RAN_OUT, fields)
         self.may_write()
 
     def close(self, reason: str, **fields: Any) -> None:

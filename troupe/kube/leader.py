@@ -228,7 +228,7 @@ class LeaderElector:
         elif record.holder != self.identity:
             self.fence.close("lease taken by another replica", holder=record.holder, seenBy=seen_by)
         else:
-            self.fence.shorten(record.lease_duration_seconds)
+            self.fence.shorten(record.lease_duration_seconds, seenBy=seen_by)
 
     def _watched(self, lease: Mapping[str, Any] | None) -> None:
         """One version of the Lease from the watch (None: deleted)."""
