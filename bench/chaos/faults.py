@@ -5,7 +5,8 @@ API faults use ``ApiServer.faults`` (troupe/sim/apiserver/faults.py): failures a
 delays matching a path for a short burst, cut watches, compaction. Process faults
 go through ``Replicas`` (SIGKILL, SIGSTOP/SIGCONT of the leader). Cluster faults
 write to the store directly: nodes, PodGroups and pods deleted or changed while a
-gang is being bound, malformed objects.
+gang is being bound, malformed objects, and the Lease itself (deleted, given to the
+standby, its duration set to 0: ``lease.py``) while the leader binds a burst.
 
 "Mid-gang" faults create a gang and fire right after a seeded number k (0 < k <
 size) of its members was bound, as the store commits the k-th binding (``Tracker``),
@@ -17,13 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 
 from troupe.sim.apiserver.faults import Rule
+from troupe.sim.apiserver.store import Store
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 
+from bench.chaos import lease
 from bench.chaos.malformed import malformed_burst
 from bench.chaos.plan import Settings
 from bench.chaos.replicas import Replicas
@@ -73,6 +76,8 @@ class Injector:
         self.requests_hit: Counter[str] = Counter()
         self.missed: Counter[str] = Counter()  # fired without reaching the moment aimed at
         self.paused_exit_codes: Counter[str] = Counter()
+        # How the leader whose Lease was edited ended, per Lease fault kind.
+        self.lease_edit_exit_codes: defaultdict[str, Counter[str]] = defaultdict(Counter)
         # Gangs whose bound part still held its resources when the room came back,
         # long past the group's timeout (room_taken_mid_gang).
         self.partial_held = 0
@@ -236,6 +241,52 @@ class Injector:
             code = None
         self.paused_exit_codes[str(code)] += 1
         return f"SIGSTOP {leader.name} for {seconds:.1f}s; after SIGCONT it exited {code}"
+
+    # --- the Lease, edited by someone else ----------------------------------------------
+
+    async def _lease_edit(self, kind: str, edit: Callable[[str], str]) -> str:
+        """While the leader binds a burst (k of its pods bound), ``edit(standby
+        identity)`` the Lease; the leader must stop writing at once and exit 1."""
+        leader = await self.replicas.wait_for_leader(WAIT)
+        if leader is None or leader.current is None:
+            self.missed[kind] += 1
+            return "no leader"
+        incarnation = leader.current
+        standby = await self.replicas.identity_of(self.replicas.other(leader), WAIT)
+        if not standby:  # the other replica never came up to take the Lease
+            self.missed[kind] += 1
+        names = self.workload.plain_wave(self.rng.randint(20, 40))
+        wanted, k = set(names), self.rng.randint(2, 8)
+        if not await self.tracker.until(lambda: len(wanted & self.tracker.plain_bound) >= k, WAIT):
+            self.missed[kind] += 1
+        bound = len(wanted & self.tracker.plain_bound)
+        said = edit(standby)
+        try:
+            code = await asyncio.wait_for(incarnation.proc.wait(), 15)
+        except TimeoutError:
+            code = None
+        self.lease_edit_exit_codes[kind][str(code)] += 1
+        burst = f"{bound}/{len(names)} pods of a burst bound"
+        return f"{said} with {burst}; {leader.name} exited {code}"
+
+    @property
+    def _lease(self) -> tuple[Store, str, str]:
+        return self.cluster.store, self.settings.lease.namespace, self.settings.lease.name
+
+    async def _lease_deleted(self) -> str:
+        return await self._lease_edit("lease_deleted", lambda _: lease.delete(*self._lease))
+
+    async def _lease_stolen(self) -> str:
+        def steal(to: str) -> str:
+            return lease.steal(*self._lease, to or "nobody")
+
+        return await self._lease_edit("lease_stolen", steal)
+
+    async def _lease_zero_duration(self) -> str:
+        def zero(_: str) -> str:
+            return lease.zero_duration(*self._lease)
+
+        return await self._lease_edit("lease_zero_duration", zero)
 
     # --- cluster objects ---------------------------------------------------------------
 

@@ -9,7 +9,8 @@ replica (an incarnation) logs to its own file in the work directory.
 ``supervise`` plays the kubelet: a replica that exits (killed by the harness, or
 exiting 1 because it lost its Lease) is started again a second later under the same
 ``POD_NAME``, with a fresh lease identity, as a restarted container would be.
-``leader`` names the live incarnation holding the Lease, read from the cluster.
+``leader`` names the live incarnation holding the Lease, read from the cluster;
+``closures`` what each incarnation logged when its write fence closed (``lease.Closure``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from troupe.sim.apiserver.store import Store
 
+from bench.chaos.lease import Closure
 from bench.chaos.plan import Settings
 
 RESTART_DELAY = 1.0
@@ -57,6 +59,7 @@ class Incarnation:
     log: Path
     identity: str = ""
     scheduling: bool = False
+    closure: Closure | None = None
     _offset: int = 0
 
     def scan(self) -> None:
@@ -80,6 +83,8 @@ class Incarnation:
                 self.identity = str(entry["identity"])
             if entry.get("msg") == "caches synced, scheduling":
                 self.scheduling = True
+            if self.closure is None:
+                self.closure = Closure.of(entry)
 
 
 @dataclass
@@ -89,6 +94,7 @@ class Replica:
     paused: bool = False
     starts: int = 0
     exit_codes: Counter[int] = field(default_factory=Counter)
+    incarnations: list[Incarnation] = field(default_factory=list)
 
     @property
     def alive(self) -> bool:
@@ -133,6 +139,7 @@ class Replicas:
                 env={**os.environ, "POD_NAME": replica.name},
             )
         replica.current = Incarnation(proc, log)
+        replica.incarnations.append(replica.current)
 
     async def start_all(self) -> None:
         for replica in self.replicas:
@@ -174,6 +181,32 @@ class Replicas:
             if current.identity == holder and current.scheduling:
                 return replica
         return None
+
+    def other(self, replica: Replica) -> Replica:
+        return next(r for r in self.replicas if r is not replica)
+
+    async def identity_of(self, replica: Replica, timeout: float) -> str:
+        """The lease identity of the replica's live incarnation, once it has logged it
+        ("" if it did not within ``timeout``)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            current = replica.current
+            if current is not None and replica.alive:
+                current.scan()
+                if current.identity:
+                    return current.identity
+            await asyncio.sleep(0.05)
+        return ""
+
+    def closures(self) -> dict[str, Closure]:
+        """Each incarnation's fence closure, by lease identity, as logged so far."""
+        found: dict[str, Closure] = {}
+        for replica in self.replicas:
+            for incarnation in replica.incarnations:
+                incarnation.scan()
+                if incarnation.identity and incarnation.closure is not None:
+                    found[incarnation.identity] = incarnation.closure
+        return found
 
     async def wait_for_leader(self, timeout: float) -> Replica | None:
         deadline = asyncio.get_running_loop().time() + timeout

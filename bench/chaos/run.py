@@ -2,8 +2,8 @@
 
 1. Start the embedded cluster in this process (so faults and records are a function
    call away, as bench/server.py does for the other benchmarks), record its writes
-   for the Lease the replicas elect on, start two ``troupe run`` replicas and wait
-   for a leader.
+   and the holders of the Lease the replicas elect on, start two ``troupe run``
+   replicas and wait for a leader.
 2. While work arrives (plain pods in waves, gangs; the oldest retired when the
    cluster is past its target share), inject every fault kind in the seeded order,
    one at a time, with a seeded pause between two. The controllers (recreating
@@ -35,6 +35,7 @@ from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 
 from bench.chaos.faults import Injector
+from bench.chaos.lease import LeaseTimeline
 from bench.chaos.plan import FAULT_KINDS, LONG, QUICK, Settings, fault_order
 from bench.chaos.replicas import Replicas
 from bench.chaos.verdict import INVARIANTS, cluster_verdict, ledger_verdict
@@ -119,6 +120,7 @@ async def chaos(args: argparse.Namespace, workdir: Path, emit: Emit) -> dict[str
     await cluster.start()
     _create_namespaces(cluster, NAMESPACE, settings.lease.namespace)
     ledger = cluster.server.record_writes(settings.lease.namespace, settings.lease.name)
+    timeline = LeaseTimeline(cluster.store, ledger)
     nodes_ever = set(cluster.node_names)
     stop_nodes = cluster.store.listen(
         "nodes", lambda _, node: nodes_ever.add(node["metadata"]["name"])
@@ -160,13 +162,16 @@ async def chaos(args: argparse.Namespace, workdir: Path, emit: Emit) -> dict[str
             "quick": bool(args.quick),
             "faults_injected": {k: injector.injected[k] for k in FAULT_KINDS},
             **cluster_verdict(cluster.store),
-            **ledger_verdict(ledger, nodes_ever),
+            **ledger_verdict(ledger, nodes_ever, timeline, replicas.closures()),
             "partial_gangs_held": injector.partial_held,
             "settled": settled,
             "settle_seconds": round(settle_seconds, 1),
             "fault_requests_hit": dict(injector.requests_hit),
             "faults_missed_moment": dict(injector.missed),
             "paused_leader_exit_codes": dict(injector.paused_exit_codes),
+            "lease_edit_exit_codes": {
+                k: dict(v) for k, v in sorted(injector.lease_edit_exit_codes.items())
+            },
             "replica_restarts": replicas.restarts,
             "replica_exit_codes": replicas.exit_codes(),
             "lease_transitions": lease_transitions(replicas),
@@ -179,6 +184,7 @@ async def chaos(args: argparse.Namespace, workdir: Path, emit: Emit) -> dict[str
         await asyncio.gather(*tasks, return_exceptions=True)
         await replicas.stop_all()
         stop_nodes()
+        timeline.stop()
         tracker.stop()
         await cluster.stop()
     result["seconds"] = round(time.monotonic() - started, 1)

@@ -1,6 +1,6 @@
 """What a chaos run is judged on, read from the cluster and the server's write ledger.
 
-The four invariants (any of them non-zero fails the run):
+The invariants (any of them non-zero fails the run):
 
 - ``lost``: pods still pending at the end while there was room for them. Room is
   each existing node's allocatable CPU, memory and pod count minus the requests of
@@ -20,18 +20,28 @@ The four invariants (any of them non-zero fails the run):
   their resources when the nodes came back, long past the group's timeout: gang
   recovery must have evicted them (docs/gangs.md, "Gangs left partly bound").
 - ``writes_without_lease``: writes (other than to the Lease itself) the server
-  accepted from a replica that did not hold the Lease when the request arrived: the
-  identity in the request's User-Agent is not the Lease's ``holderIdentity``.
-  A write that arrived while its sender held the Lease but was answered after the
-  Lease moved (an injected delay held it in the server) is counted apart as
-  ``late_writes``: fencing decides when a write is sent, not when the server applies
-  it (docs/operations.md, "Leader election and fencing").
+  accepted from a replica that did not hold the Lease when the write was accepted,
+  unless they are late (below): sent after the replica's write fence had closed, or
+  by a replica whose fence never closed at all. Who held the Lease is
+  read from ``lease.LeaseTimeline`` (its ``holderIdentity`` while
+  ``leaseDurationSeconds`` is a positive integer; nobody otherwise), the sender from
+  the identity in the request's User-Agent. A replica's fence closes when it
+  observes the change (its Lease watch, or its own read of the Lease) or when its
+  renewals lapse (the moment they lapsed, even if it noticed later); it logs the
+  moment and the writes it had let through and not seen answered (``lease.Closure``).
+- ``late_writes`` (reported, not failing): such writes the replica *started* before
+  its fence closed, so before it observed the change: accepted before the closure's
+  moment (the ledger's clock and the replica's are the host's monotonic clock), or
+  among the writes the closure names as on the wire (matched by method and path,
+  each at most once). Fencing decides when a write is sent; nothing stops one in
+  flight (docs/operations.md, "Leader election and fencing").
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +50,7 @@ from troupe.api.quantity import QuantityError, to_int, to_milli
 from troupe.sim.apiserver.ledger import WriteLedger
 from troupe.sim.apiserver.store import Obj, Store
 
+from bench.chaos.lease import Closure, LeaseTimeline
 from bench.chaos.workload import KIND_LABEL, NAMESPACE, PODGROUPS
 
 _IDENTITY = re.compile(r"\(([^()]*)\)\s*$")
@@ -170,25 +181,47 @@ def identity_of(user_agent: str) -> str:
     return match.group(1) if match else ""
 
 
-def ledger_verdict(ledger: WriteLedger, nodes_ever: set[str]) -> dict[str, Any]:
+def ledger_verdict(
+    ledger: WriteLedger,
+    nodes_ever: set[str],
+    timeline: LeaseTimeline,
+    closures: Mapping[str, Closure],
+) -> dict[str, Any]:
     per_uid = Counter(b.uid for b in ledger.bindings)
     never = [b for b in ledger.bindings if not b.node_existed and b.node not in nodes_ever]
     gone = [b for b in ledger.bindings if not b.node_existed and b.node in nodes_ever]
-    writes = [w for w in ledger.writes if "/leases" not in w.path]
-    without = [w for w in writes if identity_of(w.user_agent) != w.holder_at_arrival]
-    late = [
-        w for w in writes if identity_of(w.user_agent) == w.holder_at_arrival != w.holder_at_commit
-    ]
+    wire = {identity: Counter(c.on_the_wire) for identity, c in closures.items()}
+    writes = without = late = 0
+    examples: list[str] = []
+    for index, w in enumerate(ledger.writes):
+        if "/leases" in w.path:
+            continue
+        writes += 1
+        sender, holder = identity_of(w.user_agent), timeline.holder_of(index)
+        if sender and sender == holder:
+            continue
+        closure = closures.get(sender)
+        if closure is not None and w.at < closure.at:
+            late += 1  # accepted before the sender's fence closed: sent before, too
+            continue
+        what = f"{w.method} {w.path}"
+        if sender in wire and wire[sender][what] > 0:
+            wire[sender][what] -= 1  # on the wire when the fence closed
+            late += 1
+            continue
+        without += 1
+        if len(examples) < 5:
+            examples.append(
+                f"{what} from {sender or repr(w.user_agent)} while {holder or 'nobody'} held "
+                f"the Lease" + (f" (its fence closed: {closure.reason})" if closure else "")
+            )
     return {
         "double_bound": sum(1 for n in per_uid.values() if n > 1) + len(never),
         "bound_to_deleted_node": len(gone),
         "bindings": len(ledger.bindings),
-        "writes": len(writes),
-        "writes_without_lease": len(without),
-        "late_writes": len(late),
-        "examples_without_lease": [
-            f"{w.method} {w.path} from {identity_of(w.user_agent) or w.user_agent!r} "
-            f"while {w.holder_at_arrival or 'nobody'} held the Lease"
-            for w in without[:5]
-        ],
+        "writes": writes,
+        "writes_without_lease": without,
+        "late_writes": late,
+        "lease_changes": timeline.changes,
+        "examples_without_lease": examples,
     }

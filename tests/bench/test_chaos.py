@@ -1,6 +1,7 @@
-"""``python -m bench chaos``: the seeded fault order, how the verdict reads room and
-identities, and one quick run end to end (two ``troupe run`` replicas, every fault
-kind at least once): it must exit 0 with every invariant at 0."""
+"""``python -m bench chaos``: the seeded fault order, how the verdict reads room,
+identities and who held the Lease when, and one quick run end to end (two ``troupe
+run`` replicas, every fault kind at least once, the Lease edited three ways among
+them): it must exit 0 with every invariant at 0."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ import sys
 from typing import Any, cast
 
 import pytest
+from bench.chaos.lease import LEASES, Closure, LeaseTimeline, valid_holder
 from bench.chaos.plan import FAULT_KINDS, fault_order
-from bench.chaos.verdict import INVARIANTS, Room, fit_all, identity_of, requests
+from bench.chaos.verdict import INVARIANTS, Room, fit_all, identity_of, ledger_verdict, requests
 from bench.chaos.workload import pod
+from troupe.sim.apiserver.ledger import WriteLedger, WriteRecord
+from troupe.sim.apiserver.strategies import new_store
 
 from tests.bench.runner import ROOT
 
@@ -70,6 +74,105 @@ def test_a_gang_fits_only_whole(needs: list[tuple[int, int]], fits: bool) -> Non
     assert room["n1"].cpu == 2000, "the room given is left as it was"
 
 
+@pytest.mark.parametrize(
+    ("spec", "holder"),
+    [
+        ({"holderIdentity": "a_1", "leaseDurationSeconds": 4}, "a_1"),
+        ({"holderIdentity": "a_1", "leaseDurationSeconds": 0}, ""),
+        ({"holderIdentity": "a_1", "leaseDurationSeconds": "abc"}, ""),
+        ({"holderIdentity": "", "leaseDurationSeconds": 1}, ""),
+    ],
+    ids=["held", "duration 0 is nobody's", "unreadable is nobody's", "released"],
+)
+def test_who_validly_holds_a_lease(spec: dict[str, Any], holder: str) -> None:
+    assert valid_holder({"spec": spec}) == holder
+
+
+BIND_P = ("POST", "/api/v1/namespaces/chaos/pods/p/binding")
+EVENT = ("POST", "/apis/events.k8s.io/v1/namespaces/chaos/events")
+
+
+def lease_of(holder: str, duration: int = 4) -> dict[str, Any]:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "troupe-chaos", "namespace": "kube-system"},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration},
+    }
+
+
+def test_writes_after_the_lease_moved_are_late_only_if_sent_before_the_fence_closed() -> None:
+    """a leads; the Lease is given to b; a's fence closes at 10.0 with one binding and
+    one event on the wire. Judged: what a sent before 10.0 is late, what it sent after
+    (or what a replica sent that never closed its fence) is a write without the Lease."""
+    store = new_store()
+    ledger = WriteLedger(store, "kube-system", "troupe-chaos")
+    timeline = LeaseTimeline(store, ledger)
+
+    def write(at: float, who: str, method: str, path: str) -> None:
+        agent = f"troupe-scheduler/0 ({who})"
+        ledger.writes.append(WriteRecord(at, method, path, agent, "", ""))
+
+    store.create(LEASES, lease_of("a_1"))
+    write(1.0, "a_1", *BIND_P)  # held
+    moved = store.get(LEASES, "troupe-chaos", "kube-system")
+    moved["spec"]["holderIdentity"] = "b_1"
+    store.update(LEASES, moved)
+    write(9.5, "a_1", "PATCH", "/api/v1/namespaces/chaos/pods/q/status")  # before 10.0
+    write(10.2, "a_1", *BIND_P)  # on the wire at 10.0
+    write(10.3, "a_1", *EVENT)  # on the wire at 10.0
+    write(10.4, "a_1", *EVENT)  # a second one: sent after the closure
+    write(10.5, "b_1", *EVENT)  # the new holder
+    write(10.6, "c_1", *EVENT)  # never held it, never closed a fence
+    write(10.7, "a_1", "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x")
+    wire = (" ".join(BIND_P), " ".join(EVENT))
+    verdict = ledger_verdict(
+        ledger, set(), timeline, {"a_1": Closure("lease taken by another replica", 10.0, wire)}
+    )
+    timeline.stop()
+    assert (verdict["writes"], verdict["late_writes"], verdict["writes_without_lease"]) == (7, 3, 2)
+    assert verdict["lease_changes"] == 2
+    assert [e.split(" while ")[0] for e in verdict["examples_without_lease"]] == [
+        f"{' '.join(EVENT)} from a_1",
+        f"{' '.join(EVENT)} from c_1",
+    ]
+
+
+def test_a_lease_of_duration_0_or_deleted_is_held_by_nobody_from_that_write_on() -> None:
+    store = new_store()
+    ledger = WriteLedger(store, "kube-system", "troupe-chaos")
+    timeline = LeaseTimeline(store, ledger)
+    store.create(LEASES, lease_of("a_1"))
+    ledger.writes.append(WriteRecord(1.0, *BIND_P, "troupe-scheduler/0 (a_1)", "", ""))
+    zero = store.get(LEASES, "troupe-chaos", "kube-system")
+    zero["spec"]["leaseDurationSeconds"] = 0
+    store.update(LEASES, zero)
+    ledger.writes.append(WriteRecord(2.0, *EVENT, "troupe-scheduler/0 (a_1)", "", ""))
+    store.delete(LEASES, "troupe-chaos", "kube-system")
+    store.create(LEASES, lease_of("a_1"))
+    timeline.stop()
+    assert [timeline.holder_of(i) for i in range(3)] == ["a_1", "", "a_1"]
+    verdict = ledger_verdict(ledger, set(), timeline, {})
+    assert verdict["writes_without_lease"] == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "closure"),
+    [
+        (
+            {"msg": "lease deleted", "writesOnTheWire": ["POST /x"], "monotonicTime": 12.5},
+            Closure("lease deleted", 12.5, ("POST /x",)),
+        ),
+        ({"msg": "caches synced, scheduling"}, None),
+    ],
+    ids=["a closure line", "any other line"],
+)
+def test_a_fence_closure_is_read_from_a_replica_log_line(
+    line: dict[str, Any], closure: Closure | None
+) -> None:
+    assert Closure.of(line) == closure
+
+
 @pytest.fixture(scope="module")
 def quick_run() -> tuple[int, dict[str, Any], str]:
     run = subprocess.run(
@@ -101,4 +204,6 @@ def test_a_quick_run_injects_every_fault_kind(quick_run: tuple[int, dict[str, An
     assert all(n > 0 for n in result["fault_requests_hit"].values()), result
     assert result["faults_missed_moment"] == {}, result
     assert result["paused_leader_exit_codes"] == {"1": 1}, "the paused leader fenced itself"
+    lease_faults = ("lease_deleted", "lease_stolen", "lease_zero_duration")
+    assert result["lease_edit_exit_codes"] == {k: {"1": 1} for k in lease_faults}, result
     assert result["seconds"] < 180
