@@ -73,9 +73,11 @@ async def leader_status(port: int) -> float | None:
     return None
 
 
-async def start_replica(name: str, tmp_path: Path, kubeconfig: Path) -> asyncio.subprocess.Process:
+async def start_replica(
+    name: str, tmp_path: Path, kubeconfig: Path, profile_text: str = PROFILE
+) -> asyncio.subprocess.Process:
     profile = tmp_path / "profile.yaml"
-    profile.write_text(PROFILE)
+    profile.write_text(profile_text)
     # Logs to files: nobody drains a pipe of a process that is about to be killed.
     out = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
     try:
