@@ -63,6 +63,10 @@ def zero_duration(cluster: SimCluster, _: str) -> None:
     cluster.store.update(LEASES, lease)
 
 
+def lease_version(cluster: SimCluster) -> str:
+    return str(cluster.store.get(LEASES, LEASE, "kube-system")["metadata"]["resourceVersion"])
+
+
 def identity(log: Path) -> str:
     return next((str(e["identity"]) for e in log_entries(log) if e.get("identity")), "")
 
@@ -107,6 +111,10 @@ async def test_the_old_leader_sends_nothing_after_it_sees_the_lease_change(
             cluster.store.create("pods", pod(f"p-{i}", cpu="50m"))
         # Mid-burst: qps 10 binds the 40 pods over about 4 s.
         await eventually(lambda: len(bindings.node) >= 5, 20, log_tail)
+        # Right after a renewal lands: the next one is retryPeriod away, so only the
+        # watch can be what shows the old leader the change.
+        renewed = lease_version(cluster)
+        await eventually(lambda: lease_version(cluster) != renewed, 10, log_tail)
         changed_at = len(ledger.writes)
         change(cluster, standby_id)
         code = await asyncio.wait_for(procs[old].wait(), 20)
