@@ -103,7 +103,7 @@ class Outcome(enum.Enum):
     """Why ``LeaderElector.run`` returned."""
 
     STOPPED = "stopped"  # stop() was called; the lease is released if it was ours
-    LOST = "lost"  # renewals failed for renew_deadline, or another replica holds the lease
+    LOST = "lost"  # the fence closed: renewals lapsed, or the Lease is no longer ours
     FINISHED = "finished"  # on_started_leading returned on its own; the lease is released
 
 
