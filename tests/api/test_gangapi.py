@@ -215,6 +215,13 @@ PROBLEMS = [
         id="PodGroup negative minResources quantity is a problem",
     ),
     pytest.param(
+        cosched({"minMember": 2, "minResources": {"example.com/widgets": "1e19"}}),
+        cosched_ref(),
+        "spec.minResources[example.com/widgets]",
+        "must be at most 10P, got '1e19'",
+        id="PodGroup minResources above what troupe holds is a problem",
+    ),
+    pytest.param(
         workload(gang("workers", 4)),
         workload_ref("x"),
         "spec.podGroups",

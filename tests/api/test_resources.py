@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.objects import Node, Pod
-from troupe.api.quantity import QuantityError, resource_to_int
+from troupe.api.quantity import MAX_AMOUNT, AmountTooLarge, QuantityError, resource_to_int
 from troupe.api.resources import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -272,6 +272,96 @@ def test_a_malformed_allocatable_names_the_node() -> None:
         node_allocatable(make_node({"cpu": "four"}, {}))
 
 
+# --- amounts past what troupe holds (MAX_AMOUNT: 10T cores, 10P of anything else) ----
+
+TOO_LARGE_NODES = [
+    pytest.param(
+        {"cpu": "64", "example.com/widgets": "1e19"},
+        {},
+        "status.allocatable[example.com/widgets]",
+        "'1e19'",
+        id="1e19 of an extended resource (past int64)",
+    ),
+    pytest.param({"cpu": "9.3e15"}, {}, "status.allocatable[cpu]", "'9.3e15'", id="9.3e15 cores"),
+    pytest.param(
+        {"memory": "10000000000000001"},
+        {},
+        "status.allocatable[memory]",
+        "'10000000000000001'",
+        id="one byte past 10P",
+    ),
+    pytest.param(
+        {"cpu": "4"},
+        {"cpu": "1e19", "ephemeral-storage": "8Ei"},
+        "status.capacity[ephemeral-storage]",
+        "'8Ei'",
+        id="capacity standing in for allocatable is held to the limit",
+    ),
+]
+
+
+@pytest.mark.parametrize(("allocatable", "capacity", "field", "value"), TOO_LARGE_NODES)
+def test_a_node_offering_more_than_troupe_holds_is_refused_naming_the_field(
+    allocatable: dict[str, str], capacity: dict[str, str], field: str, value: str
+) -> None:
+    with pytest.raises(AmountTooLarge) as caught:
+        node_allocatable(make_node(allocatable, capacity))
+    assert str(caught.value) == (
+        f"node n1: {field}: invalid quantity {value}: more than troupe can hold (at most "
+        f"{'10T' if field.endswith('[cpu]') else '10P'})"
+    )
+
+
+def test_a_node_at_the_limit_is_held_exactly() -> None:
+    node = make_node({"cpu": "10T", "memory": "10P", "example.com/w": "1e16"}, {"cpu": "1e19"})
+    assert node_allocatable(node) == {
+        CPU: MAX_AMOUNT,
+        MEMORY: MAX_AMOUNT,
+        "example.com/w": MAX_AMOUNT,
+    }
+
+
+@pytest.mark.parametrize(
+    ("pod", "field", "value"),
+    [
+        pytest.param(
+            make_pod([ctr({"cpu": "1"}), ctr({"cpu": "1e18"})]),
+            "spec.containers[1].resources.requests[cpu]",
+            "'1e18'",
+            id="one container asking 1e18 cores",
+        ),
+        pytest.param(
+            make_pod([ctr({}, {"example.com/w": "1e19"})]),
+            "spec.containers[0].resources.limits[example.com/w]",
+            "'1e19'",
+            id="a limit standing in for the request",
+        ),
+        pytest.param(
+            make_pod([ctr({"memory": "6P"}), ctr({"memory": "6P"})]),
+            "spec (containers, init containers and overhead together)[memory]",
+            "'12P'",
+            id="containers that are each within the limit but not together",
+        ),
+    ],
+)
+def test_a_pod_asking_more_than_troupe_holds_is_refused_or_capped(
+    pod: Pod, field: str, value: str
+) -> None:
+    with pytest.raises(AmountTooLarge) as caught:
+        pod_requests(pod)
+    assert str(caught.value).startswith(f"pod ns/p: {field}: invalid quantity {value}: ")
+    # An assigned pod is counted at the limit instead.
+    resource = caught.value.resource_name
+    assert pod_requests(pod, cap=True)[resource] == MAX_AMOUNT
+    assert all(v <= MAX_AMOUNT for v in pod_nonzero_requests(pod))
+
+
+def test_the_nonzero_defaults_do_not_lift_a_request_past_the_limit() -> None:
+    pod = make_pod([ctr({"cpu": "10T", "memory": "10P"}), ctr({})])
+    assert pod_requests(pod) == {CPU: MAX_AMOUNT, MEMORY: MAX_AMOUNT}
+    assert pod_nonzero_requests(pod) == (MAX_AMOUNT, MAX_AMOUNT)
+
+
 # --- properties ----------------------------------------------------------------------
 
 _quantities = st.builds(
@@ -302,11 +392,17 @@ def test_pod_requests_cover_every_single_container(
     for body in containers:
         body.pop("restartPolicy", None)  # only init containers can be sidecars
     pod = make_pod(containers, init, overhead)
-    total = pod_requests(pod)
+    # Thousands of Gi cores together pass what troupe holds: the total is then capped
+    # (an assigned pod) or refused naming the resource (a pending one).
+    total = pod_requests(pod, cap=True)
+    try:
+        assert pod_requests(pod) == total
+    except AmountTooLarge as err:
+        assert total[err.resource_name] == MAX_AMOUNT
     for container in [*pod.spec.containers, *pod.spec.init_containers]:
         effective = {**container.resources.limits, **container.resources.requests}
         for name, text in effective.items():
-            assert total.get(name, 0) >= resource_to_int(name, text), (name, text)
+            assert total.get(name, 0) >= min(resource_to_int(name, text), MAX_AMOUNT), name
     cpu, memory = pod_nonzero_requests(pod)
     assert cpu >= total.get(CPU, 0)
     assert memory >= total.get(MEMORY, 0)

@@ -37,7 +37,7 @@ from troupe.api.gangapi_kinds import (
     pod_group_templates_in,
 )
 from troupe.api.gangs import GangApi, GangPolicy, GroupProblem, GroupRef
-from troupe.api.quantity import QuantityError, resource_to_int
+from troupe.api.quantity import MAX_AMOUNT, QuantityError, max_amount_text, resource_to_int
 from troupe.api.topology import levels_from
 
 PriorityLookup = Callable[[str], int | None]
@@ -97,6 +97,9 @@ def coscheduling_policy(pg: CoschedulingPodGroup) -> GangPolicy | GroupProblem:
             return GroupProblem(ref, field, f"invalid quantity {text!r}: {err.reason}")
         if amount < 0:
             return GroupProblem(ref, field, f"must not be negative, got {text!r}")
+        if amount > MAX_AMOUNT:
+            limit = max_amount_text(name)
+            return GroupProblem(ref, field, f"must be at most {limit}, got {text!r}")
         min_resources[name] = amount
     levels, field, message = levels_from(pg.metadata.annotations)
     if field:

@@ -124,12 +124,15 @@ class PodInfo:
         self.has_affinity = self.record.affinity is not None
 
     @classmethod
-    def of(cls, pod: Pod) -> PodInfo:
+    def of(cls, pod: Pod, *, cap: bool = False) -> PodInfo:
+        """Raises QuantityError for a malformed quantity, and AmountTooLarge for a
+        request above ``MAX_AMOUNT`` unless ``cap`` (an assigned pod: counted as
+        ``MAX_AMOUNT``, troupe.api.resources)."""
         cpu, memory = pod_nonzero_requests(pod)
         return cls(
             pod=pod,
             key=pod.key,
-            requests=pod_requests(pod),
+            requests=pod_requests(pod, cap=cap),
             nonzero_cpu=cpu,
             nonzero_memory=memory,
             priority=pod.spec.priority or 0,

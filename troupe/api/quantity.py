@@ -19,6 +19,14 @@ A parsed value is therefore always a whole number of nano-units, which is how it
 cached and summed (``parse_nanos``): integer arithmetic is exact and fast, and the
 single conversion to millicores or base units at the end rounds up like
 ``Quantity.MilliValue`` / ``Quantity.Value``.
+
+What troupe *stores* is bounded (``MAX_AMOUNT``, docs/reliability.md): upstream's
+``Value``/``MilliValue`` silently overflow int64 and their result is then undefined
+("must not be used", ``quantity.go``), so there is no upstream behaviour worth
+matching above that; troupe refuses a node or pending pod asking for more than
+``MAX_AMOUNT`` of anything (``AmountTooLarge``) and counts an assigned pod's larger
+request as ``MAX_AMOUNT``. The bound sits well below int64 so that every sum, free
+amount and score troupe derives from stored amounts stays inside an int64 column.
 """
 
 from __future__ import annotations
@@ -65,6 +73,12 @@ _QUANTITY_RE: Final = re.compile(
 )
 _EXPONENT_RE: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
+MAX_AMOUNT: Final = 10**16
+"""The most troupe stores of one resource on one node or for one pod, in its integer
+unit: 10T cores of cpu (in millicores), 10P bytes of memory or storage, 10P devices.
+A requested total on a node saturates here too. 512 times below int64's maximum, so a
+node's requested plus a pod's request, times 100 for a score, cannot overflow."""
+
 # Upstream's error texts, so a message reads the same as kubectl's.
 _ERR_FORMAT: Final = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -86,6 +100,21 @@ class QuantityError(ValueError):
         self.field = field
         prefix = f"{field}: " if field else ""
         super().__init__(f"{prefix}invalid quantity {value!r}: {reason}")
+
+
+def max_amount_text(resource_name: str) -> str:
+    """``MAX_AMOUNT`` of ``resource_name`` as a quantity (``10T`` cores, ``10P`` else)."""
+    per_unit = NANOS_PER_MILLI if resource_name == "cpu" else NANOS_PER_UNIT
+    return format_quantity(Fraction(MAX_AMOUNT * per_unit, NANOS_PER_UNIT))
+
+
+class AmountTooLarge(QuantityError):
+    """A quantity that parses but is more than troupe stores (``MAX_AMOUNT``)."""
+
+    def __init__(self, value: str, resource_name: str, field: str = "") -> None:
+        self.resource_name = resource_name
+        reason = f"more than troupe can hold (at most {max_amount_text(resource_name)})"
+        super().__init__(value, reason, field)
 
 
 def _interpret_suffix(suffix: str) -> tuple[int, int] | None:

@@ -19,6 +19,13 @@ results. The arithmetic is upstream's:
   ``DefaultMilliCPURequest`` (100m) and one with no memory request
   ``DefaultMemoryRequest`` (200Mi); an explicit zero stays zero.
 
+Amounts are bounded by ``MAX_AMOUNT`` (10T cores, 10P of anything else;
+docs/reliability.md): ``node_allocatable`` and ``pod_requests`` raise
+``AmountTooLarge`` naming the object and field for more, and ``pod_requests(pod,
+cap=True)`` (an assigned pod, which occupies its node whatever troupe thinks of it)
+counts such a request as ``MAX_AMOUNT`` instead. Upstream's int64 conversions overflow
+there, with an undefined result.
+
 A request absent for a resource that has a limit defaults to the limit, as the API
 server's ``SetDefaults_Pod`` does, so pods built without API defaulting (tests, the
 embedded cluster) are counted like pods read from a real API server. Pod-level
@@ -28,13 +35,17 @@ embedded cluster) are counted like pods read from a real API server. Pod-level
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Final, TypeAlias
 
 from troupe.api.objects import Container, Node, Pod
 from troupe.api.quantity import (
+    MAX_AMOUNT,
     NANOS_PER_MILLI,
     NANOS_PER_UNIT,
+    AmountTooLarge,
     QuantityError,
+    format_quantity,
     nanos_to_resource_int,
     parse_nanos,
 )
@@ -131,44 +142,87 @@ def _pod_request_nanos(pod: Pod, defaults: Mapping[str, int]) -> _NanoVector:
     return total
 
 
-def _to_vector(nanos_by_name: Mapping[str, int]) -> ResourceVector:
+def _to_vector(nanos_by_name: Mapping[str, int], pod: Pod, cap: bool) -> ResourceVector:
     vector: ResourceVector = {}
     for name, nanos in nanos_by_name.items():
         amount = nanos_to_resource_int(name, nanos)
+        if amount > MAX_AMOUNT:
+            if not cap:
+                raise _too_large(pod, name, nanos)
+            amount = MAX_AMOUNT
         if amount:
             vector[name] = amount
     return vector
 
 
-def pod_requests(pod: Pod) -> ResourceVector:
+def _too_large(pod: Pod, name: str, total_nanos: int) -> AmountTooLarge:
+    """The error for a pod asking more than ``MAX_AMOUNT`` of ``name``: it names the
+    first field that alone asks too much, or else the pod's total."""
+    spec = pod.spec
+    fields: list[tuple[str, str | None]] = []
+    for kind, containers in (
+        ("containers", spec.containers),
+        ("initContainers", spec.init_containers),
+    ):
+        for i, c in enumerate(containers):
+            where = f"spec.{kind}[{i}].resources"
+            if name in c.resources.requests:
+                fields.append((f"{where}.requests[{name}]", c.resources.requests[name]))
+            else:  # the limit stands in for an absent request
+                fields.append((f"{where}.limits[{name}]", c.resources.limits.get(name)))
+    fields.append((f"spec.overhead[{name}]", (spec.overhead or {}).get(name)))
+    for where, text in fields:
+        if text is not None and nanos_to_resource_int(name, parse_nanos(text)) > MAX_AMOUNT:
+            return AmountTooLarge(text, name, f"pod {pod.key}: {where}")
+    total = format_quantity(Fraction(total_nanos, NANOS_PER_UNIT))
+    where = "spec (containers, init containers and overhead together)"
+    return AmountTooLarge(total, name, f"pod {pod.key}: {where}[{name}]")
+
+
+def pod_requests(pod: Pod, *, cap: bool = False) -> ResourceVector:
     """What ``pod`` requests of each resource, as upstream ``PodRequests`` computes it.
 
     cpu in millicores, other resources in base units (bytes, devices); zero entries
-    are omitted. Raises QuantityError naming the pod and field of a malformed quantity.
+    are omitted. Raises QuantityError naming the pod and field of a malformed quantity,
+    and AmountTooLarge for more than ``MAX_AMOUNT`` of a resource unless ``cap``, which
+    counts that as ``MAX_AMOUNT``.
     """
-    return _to_vector(_pod_request_nanos(pod, {}))
+    return _to_vector(_pod_request_nanos(pod, {}), pod, cap)
 
 
 def pod_nonzero_requests(pod: Pod) -> tuple[int, int]:
     """(milliCPU, memory bytes) of ``pod`` for scoring, with upstream's non-zero defaults.
 
     Containers without a cpu request count 100m and without a memory request 200Mi, so
-    that spreading and balanced-allocation scores see best-effort pods.
+    that spreading and balanced-allocation scores see best-effort pods. Each is at
+    most ``MAX_AMOUNT`` (the defaults may lift a request at the limit past it).
     """
     total = _pod_request_nanos(pod, _NONZERO_DEFAULTS_NANOS)
     return (
-        nanos_to_resource_int(CPU, total.get(CPU, 0)),
-        nanos_to_resource_int(MEMORY, total.get(MEMORY, 0)),
+        min(nanos_to_resource_int(CPU, total.get(CPU, 0)), MAX_AMOUNT),
+        min(nanos_to_resource_int(MEMORY, total.get(MEMORY, 0)), MAX_AMOUNT),
     )
 
 
 def node_allocatable(node: Node) -> ResourceVector:
     """What ``node`` offers to pods: ``status.allocatable``, with ``status.capacity``
     standing in for a resource that allocatable does not list. Zero entries are kept
-    (a node that reports ``nvidia.com/gpu: 0`` has none)."""
+    (a node that reports ``nvidia.com/gpu: 0`` has none). Raises QuantityError naming
+    the node and field of an amount that does not parse, is negative, or is more than
+    ``MAX_AMOUNT`` (``AmountTooLarge``)."""
     status = node.status
     where = f"node {node.metadata.name}: status"
-    nanos = _parse_map(status.allocatable, f"{where}.allocatable")
-    missing = {name: text for name, text in status.capacity.items() if name not in nanos}
-    nanos.update(_parse_map(missing, f"{where}.capacity"))
-    return {name: nanos_to_resource_int(name, amount) for name, amount in nanos.items()}
+    allocatable = _parse_map(status.allocatable, f"{where}.allocatable")
+    missing = {name: text for name, text in status.capacity.items() if name not in allocatable}
+    capacity = _parse_map(missing, f"{where}.capacity")
+    vector: ResourceVector = {}
+    for field, texts, parsed in (
+        ("allocatable", status.allocatable, allocatable),
+        ("capacity", missing, capacity),
+    ):
+        for name, nanos in parsed.items():
+            amount = nanos_to_resource_int(name, nanos)
+            if amount > MAX_AMOUNT:
+                raise AmountTooLarge(texts[name], name, f"{where}.{field}[{name}]")
+            vector[name] = amount
+    return vector
