@@ -1,4 +1,6 @@
-"""NodeTable: slots, growth, resources added as they appear, label masks, the change log."""
+"""NodeTable: slots, growth, resources added as they appear, label masks, the change log,
+taints and labels interned and reused, writes that are whole or not at all, and amounts
+held to MAX_AMOUNT."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from troupe.api.nodetable import NodeTable
+from troupe.api.nodetable import NodeTable, summable
 from troupe.api.objects import NodeSelectorRequirement, NodeSelectorTerm
 from troupe.api.podinfo import PodInfo
+from troupe.api.quantity import MAX_AMOUNT, QuantityError
 
 from tests.plugins.builders import make_node, make_pod
 
@@ -203,3 +206,86 @@ def test_a_heartbeat_update_keeps_node_derived_caches_valid() -> None:
     table.update_node(relabelled)
     assert table.node_generation > before
     assert table.label_value(table.index["n1"], "zone") == "b"
+
+
+# --- taints and labels interned, counted and reused ----------------------------------
+
+
+def test_a_taint_no_node_carries_is_freed_and_its_row_reused_cleared() -> None:
+    table = NodeTable()
+    table.add_node(make_node().name("n1").taint("ts", "1700000000").obj())
+    table.add_node(make_node().name("n2").obj())
+    [old] = table.live_taint_ids()
+    table.update_node(make_node().name("n1").taint("ts", "1700000010").obj())
+    assert table.live_taint_ids() != [old] and not table.taints[old].any()
+    table.update_node(make_node().name("n2").taint("other", "x", "NoExecute").obj())
+    # The freed id went to the next new taint, with only its own node's bit set.
+    assert table.taint_list[old].key == "other"
+    assert [table.names[s] for s in np.flatnonzero(table.taints[old])] == ["n2"]
+    table.remove_node("n1")
+    table.remove_node("n2")
+    assert table.live_taint_ids() == [] and not table.taints.any()
+
+
+def test_distinct_taints_grow_the_matrix_geometrically_not_one_copy_each() -> None:
+    table = NodeTable(capacity=8)
+    for i in range(8):
+        table.add_node(make_node().name(f"n{i}").obj())
+    matrices = set()
+    for value in range(1000):  # each node carries one timestamp taint at a time
+        table.update_node(make_node().name(f"n{value % 8}").taint("ts", str(value)).obj())
+        matrices.add(id(table.taints))
+    assert len(table.live_taint_ids()) == 8
+    assert table.taints.shape[0] <= 16 and len(matrices) <= 3
+
+
+def test_label_values_are_reused_and_a_key_no_node_has_loses_its_column() -> None:
+    table = NodeTable()
+    table.add_node(make_node().name("n1").label("ts", "1").label("zone", "a").obj())
+    table.add_node(make_node().name("n2").label("zone", "a").obj())
+    for value in range(2, 100):
+        table.update_node(make_node().name("n1").label("ts", str(value)).label("zone", "b").obj())
+    assert len(table.label_values["ts"]) <= 2 and table.label_id("ts", "1") is None
+    assert table.label_value(table.index["n1"], "ts") == "99"
+    assert table.label_mask("zone", lambda v: v == "a").nonzero()[0].tolist() == [table.index["n2"]]
+    table.update_node(make_node().name("n1").label("zone", "b").obj())
+    assert "ts" not in table.labels and "ts" not in table.label_values
+
+
+def test_a_node_troupe_cannot_hold_leaves_the_table_as_it_was() -> None:
+    table = NodeTable(capacity=1)
+    good = make_node().name("gpu-0").capacity(cpu="64").label("pool", "gpu")
+    table.add_node(good.taint("dedicated", "gpu").obj())
+    before = (table.capacity, table.size, table.generation, table.allocatable.copy())
+    too_many = make_node().name("gpu-0").capacity(cpu="64").resource("example.com/widgets", "1e19")
+    with pytest.raises(QuantityError, match=r"node gpu-0: status.allocatable\[example.com/widgets"):
+        table.update_node(too_many.obj())  # no label, no taint: none of it is written
+    with pytest.raises(QuantityError, match=r"node gpu-1: status.allocatable\[cpu\]"):
+        table.add_node(make_node().name("gpu-1").capacity(cpu="9.3e15").obj())
+    assert (table.capacity, table.size, table.generation) == before[:3]
+    assert np.array_equal(table.allocatable, before[3]) and "gpu-1" not in table.index
+    slot = table.index["gpu-0"]
+    assert table.label_value(slot, "pool") == "gpu"
+    assert [table.taint_list[t].key for t in table.node_taints[slot]] == ["dedicated"]
+
+
+def test_a_requested_total_saturates_at_the_limit_and_comes_back_exactly() -> None:
+    table = NodeTable()
+    table.add_node(make_node().name("n1").capacity(cpu="4").resource("example.com/w", 8).obj())
+    hog = PodInfo.of(make_pod().name("hog").req(cpu="1e18").obj(), cap=True)
+    small = PodInfo.of(make_pod().name("small").req(cpu="2").obj())
+    table.add_pod(small, "n1")
+    table.add_pod(hog, "n1")
+    slot, cpu = table.index["n1"], table.resource_index["cpu"]
+    assert table.requested[cpu, slot] == MAX_AMOUNT
+    assert table.nonzero_requested[0, slot] == MAX_AMOUNT
+    table.add_pod(PodInfo.of(make_pod().name("more").req(cpu="1").obj()), "n1")
+    assert table.requested[cpu, slot] == MAX_AMOUNT
+    table.remove_pod(hog, "n1")
+    assert table.requested[cpu, slot] == 3000 and table.nonzero_requested[0, slot] == 3000
+
+
+def test_summable_keeps_sums_exact_past_int64() -> None:
+    values = np.full(1000, MAX_AMOUNT, dtype=np.int64)
+    assert int(summable(values).sum()) == 1000 * MAX_AMOUNT
+    assert summable(values[:10]).dtype == np.int64  # no detour where int64 holds the sum

@@ -14,6 +14,7 @@ from troupe.api.objects import (
 )
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code
+from troupe.plugins.podtopologyspread.constraints import tolerated_mask
 
 from tests.plugins.builders import make_node, make_pod, table_of
 from tests.plugins.spread_helpers import (
@@ -233,3 +234,19 @@ def test_a_gang_placed_pod_by_pod_stays_within_max_skew() -> None:
         per_zone[zone] += 1
         assert max(per_zone.values()) - min(per_zone.values()) <= 1
     assert per_zone == {"a": 4, "b": 4, "c": 4}
+
+
+def test_honored_taints_are_read_from_reused_taint_rows() -> None:
+    # n1's taint leaves it and its row goes to n2's new taint: a node that lost its
+    # taint counts again, the node that gained one does not.
+    table = table_of([make_node().name("n1").taint("old").obj(), make_node().name("n2").obj()])
+    assert [table.names[s] for s in tolerated_mask(table, web("p").obj()).nonzero()[0]] == ["n2"]
+    table.update_node(make_node().name("n1").obj())
+    table.update_node(make_node().name("n2").taint("new").obj())
+    assert table.live_taint_ids() == [0] and table.taint_list[0].key == "new"
+    assert [table.names[s] for s in tolerated_mask(table, web("p").obj()).nonzero()[0]] == ["n1"]
+    tolerating = web("p").toleration("new").obj()
+    assert sorted(table.names[s] for s in tolerated_mask(table, tolerating).nonzero()[0]) == [
+        "n1",
+        "n2",
+    ]

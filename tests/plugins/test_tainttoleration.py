@@ -172,6 +172,37 @@ def test_filter_agrees_with_the_per_node_matcher(
             ]
 
 
+# The table frees the row of a taint no node carries and hands its id to the next new
+# taint: the plugin, caching across updates, must read each reused row as its new taint.
+node_taint_lists = st.lists(taint_st, max_size=3, unique_by=lambda t: (t[0], t[2]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), node_taint_lists), min_size=1, max_size=12))
+def test_freed_and_reused_taint_rows_are_read_as_their_new_taints(
+    updates: list[tuple[int, list[tuple[str, str, TaintEffect]]]],
+) -> None:
+    table = table_of([tainted(f"n{i}") for i in range(4)], capacity=4)
+    taints = plugin()
+    pod = make_pod().obj()  # tolerates nothing
+    for i, node_taints in updates:
+        table.update_node(tainted(f"n{i}", *node_taints))
+        out = run_filter(taints, pod, table)
+        scores = run_score(taints, pod, table, normalize=False)
+        for name, slot in table.index.items():
+            carried = table.node(slot).spec.taints
+            first = find_untolerated_taint(carried, [], ("NoSchedule", "NoExecute"))
+            if first is None:
+                assert name in out.feasible
+            else:
+                assert out.reasons[name] == [
+                    f"node(s) had untolerated taint {{{first.key}: {first.value}}}"
+                ]
+            soft = sum(1 for t in carried if t.effect == "PreferNoSchedule")
+            assert scores is not None and scores[name] == soft
+    assert len(table.taint_list) <= 4 * 3 + 3  # ids reused, not one per taint seen
+
+
 # --- score ---------------------------------------------------------------------------
 
 SOFT_A = ("a", "", "PreferNoSchedule")

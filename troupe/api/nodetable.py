@@ -12,19 +12,32 @@ yielding to the event loop, so the live table *is* the cycle's snapshot: nothing
 change it mid-cycle and no copy is taken. ``generation`` changes on every write and
 ``node_generation`` only when the node set, labels or taints change, so plugins can
 cache what they derive from node attributes alone.
+
+Every write is whole or not at all: ``add_node`` and ``update_node`` compute the
+node's allocatable (the one step that can fail, with a QuantityError naming the node
+and field) before touching anything, so a node troupe cannot hold leaves the table
+exactly as it was. Amounts are bounded by ``MAX_AMOUNT`` (troupe.api.quantity): a
+node's allocatable and a pod's requests are at most that, and a node's requested total
+saturates there (the node is full of that resource; the exact total is recounted from
+its pods whenever it is near the bound, so taking pods off restores it exactly).
+Taints and labels are interned and reference-counted (troupe.api.interning): a taint
+row or label id no node carries any more is cleared and reused.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from troupe.api.interning import ABSENT, LabelColumns, TaintRows
 from troupe.api.objects import Node, NodeSelector, NodeSelectorTerm, PodKey, Taint
 from troupe.api.podinfo import HostPort, PodInfo, PodRecord
-from troupe.api.resources import CPU, MEMORY, PODS, node_allocatable
+from troupe.api.quantity import MAX_AMOUNT
+from troupe.api.resources import CPU, MEMORY, PODS, ResourceVector, node_allocatable
 from troupe.api.selectors import node_selector_term_is_valid, requirement_matches
 
 PodChange = tuple[int, int, PodRecord]
@@ -33,6 +46,10 @@ PodChange = tuple[int, int, PodRecord]
 A record, not the PodInfo: the log outlives the pods it names (up to
 ``_MAX_CHANGES`` entries), and a PodInfo would keep each deleted Pod alive with it."""
 
+# What ``_pods_total`` sums for the two rows of ``nonzero_requested``.
+_NONZERO_CPU = "(nonzero cpu)"
+_NONZERO_MEMORY = "(nonzero memory)"
+
 _MIN_CHANGES = 1 << 12
 _MAX_CHANGES = 1 << 16
 
@@ -40,7 +57,20 @@ BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
 IndexArray = NDArray[np.intp]
 
-_ABSENT = -1
+_INT64_MAX = 2**63 - 1
+
+
+def summable(values: IntArray) -> NDArray[Any]:
+    """``values`` in a form whose sums along the last axis cannot overflow: the array
+    itself when int64 holds any such sum (every real cluster), else Python ints.
+
+    Amounts are at most ``MAX_AMOUNT`` each, so a sum over one node's resources is
+    safe, but one over thousands of nodes at the bound would wrap silently in numpy."""
+    terms = values.shape[-1] if values.ndim else 1
+    peak = int(np.abs(values).max(initial=0))
+    if peak * max(terms, 1) <= _INT64_MAX:
+        return values
+    return values.astype(object)
 
 
 def _requirement_predicate(operator: str, values: list[str]) -> Callable[[str | None], bool]:
@@ -76,12 +106,8 @@ class NodeTable:
         # Requests as scoring sees them (cpu, memory): containers without requests
         # count upstream's defaults (100m, 200Mi) so empty pods still spread.
         self.nonzero_requested: IntArray = np.zeros((2, c), dtype=np.int64)
-        self.labels: dict[str, NDArray[np.int32]] = {}
-        self.label_values: dict[str, list[str]] = {}
-        self._label_ids: dict[str, dict[str, int]] = {}
-        self.taint_list: list[Taint] = []
-        self._taint_ids: dict[tuple[str, str, str], int] = {}
-        self.taints: BoolArray = np.zeros((0, c), dtype=bool)
+        self._labels = LabelColumns(c)
+        self._taints = TaintRows(c)
         # Taint ids of each node in the node's own order (first untolerated wins).
         self.node_taints: list[tuple[int, ...]] = [()] * c
         self.pods: list[dict[PodKey, PodInfo]] = [{} for _ in range(c)]
@@ -102,6 +128,32 @@ class NodeTable:
         self._free: list[int] = list(range(c - 1, -1, -1))
 
     # --- reading -------------------------------------------------------------------
+
+    @property
+    def labels(self) -> dict[str, NDArray[np.int32]]:
+        """Label key -> value id of each slot (-1: no such label); only keys some node
+        carries have a column."""
+        return self._labels.columns
+
+    @property
+    def label_values(self) -> dict[str, list[str]]:
+        """Label key -> value of each id (an id no slot holds keeps a stale value)."""
+        return self._labels.values
+
+    @property
+    def taints(self) -> BoolArray:
+        """``taints[taint id, slot]``: whether the node carries the taint. Rows of ids
+        no node carries (and spare rows past them) are all False."""
+        return self._taints.matrix
+
+    @property
+    def taint_list(self) -> list[Taint]:
+        """The taint of each id (a free id keeps a stale taint no node carries)."""
+        return self._taints.taints
+
+    def live_taint_ids(self) -> list[int]:
+        """Ids of the taints some node carries, in id order."""
+        return self._taints.live()
 
     def slots(self) -> IndexArray:
         """Slots holding a node, in slot order."""
@@ -181,22 +233,25 @@ class NodeTable:
         return self._pod_slots.get(key)
 
     def label_id(self, key: str, value: str) -> int | None:
-        """The id ``value`` of label ``key`` has in its column, if any node ever had it."""
-        return self._label_ids.get(key, {}).get(value)
+        """The id ``value`` of label ``key`` has in its column, if a node has it."""
+        return self._labels.id_of(key, value)
 
     def label_value(self, slot: int, key: str) -> str | None:
         column = self.labels.get(key)
-        if column is None or column[slot] == _ABSENT:
+        if column is None or column[slot] == ABSENT:
             return None
         return self.label_values[key][int(column[slot])]
 
     # --- writing: nodes ----------------------------------------------------------
 
     def add_node(self, node: Node) -> int:
+        """Add ``node`` (update it, if known); its slot. Raises QuantityError, leaving
+        the table as it was, when its allocatable cannot be used."""
         name = node.metadata.name
         if name in self.index:
             self.update_node(node)
             return self.index[name]
+        allocatable = node_allocatable(node)  # the one step that can fail: first
         if not self._free:
             self._grow()
         slot = self._free.pop()
@@ -204,10 +259,12 @@ class NodeTable:
         self.names[slot] = name
         self.present[slot] = True
         self.size += 1
-        self._write_node(slot, node)
+        self._write_node(slot, node, allocatable)
         return slot
 
     def update_node(self, node: Node) -> None:
+        """Raises QuantityError, leaving the table (and the node's old version in it)
+        as it was, when the new allocatable cannot be used."""
         slot = self.index.get(node.metadata.name)
         if slot is None:
             self.add_node(node)
@@ -218,7 +275,7 @@ class NodeTable:
             # keep derived caches (keyed on node_generation) valid.
             self.nodes[slot] = node
             return
-        self._write_node(slot, node)
+        self._write_node(slot, node, node_allocatable(node))
 
     def remove_node(self, name: str) -> list[PodInfo]:
         """Free the node's slot; returns the pods that were accounted on it."""
@@ -238,9 +295,8 @@ class NodeTable:
         self.allocatable[:, slot] = 0
         self.requested[:, slot] = 0
         self.nonzero_requested[:, slot] = 0
-        for column in self.labels.values():
-            column[slot] = _ABSENT
-        self.taints[:, slot] = False
+        self._labels.set(slot, {})
+        self._taints.set(slot, self.node_taints[slot], ())
         self.node_taints[slot] = ()
         self.pods[slot] = {}
         self.ports[slot] = Counter()
@@ -251,53 +307,18 @@ class NodeTable:
         self.node_generation += 1
         return pods
 
-    def _write_node(self, slot: int, node: Node) -> None:
+    def _write_node(self, slot: int, node: Node, allocatable: ResourceVector) -> None:
+        # Nothing here can fail on the node's content (its amounts were checked).
+        rows = [(self.resource_row(r), amount) for r, amount in allocatable.items()]
         self.nodes[slot] = node
         self.unschedulable[slot] = node.spec.unschedulable
-        self.allocatable[:, slot] = 0
-        for resource, amount in node_allocatable(node).items():
-            row = self.resource_row(resource)  # may grow the arrays: index after
+        self.allocatable[:, slot] = 0  # after resource_row, which may grow the arrays
+        for row, amount in rows:
             self.allocatable[row, slot] = amount
-        for column in self.labels.values():
-            column[slot] = _ABSENT
-        for key, value in node.metadata.labels.items():
-            column = self._label_column(key)
-            column[slot] = self._label_id(key, value)
-        self.taints[:, slot] = False
-        ids = tuple(self._taint_id(t) for t in node.spec.taints)
-        for tid in ids:
-            self.taints[tid, slot] = True
-        self.node_taints[slot] = ids
+        self._labels.set(slot, node.metadata.labels)
+        self.node_taints[slot] = self._taints.set(slot, self.node_taints[slot], node.spec.taints)
         self.generation += 1
         self.node_generation += 1
-
-    def _label_column(self, key: str) -> NDArray[np.int32]:
-        column = self.labels.get(key)
-        if column is None:
-            column = np.full(self.capacity, _ABSENT, dtype=np.int32)
-            self.labels[key] = column
-            self.label_values[key] = []
-            self._label_ids[key] = {}
-        return column
-
-    def _label_id(self, key: str, value: str) -> int:
-        ids = self._label_ids[key]
-        lid = ids.get(value)
-        if lid is None:
-            lid = len(ids)
-            ids[value] = lid
-            self.label_values[key].append(value)
-        return lid
-
-    def _taint_id(self, taint: Taint) -> int:
-        k = (taint.key, taint.value, taint.effect)
-        tid = self._taint_ids.get(k)
-        if tid is None:
-            tid = len(self.taint_list)
-            self._taint_ids[k] = tid
-            self.taint_list.append(taint)
-            self.taints = np.vstack([self.taints, np.zeros((1, self.capacity), dtype=bool)])
-        return tid
 
     def _grow(self) -> None:
         old, new = self.capacity, self.capacity * 2
@@ -312,9 +333,8 @@ class NodeTable:
         self.allocatable = pad(self.allocatable).astype(np.int64)
         self.requested = pad(self.requested).astype(np.int64)
         self.nonzero_requested = pad(self.nonzero_requested).astype(np.int64)
-        self.taints = pad(self.taints, False).astype(bool)
-        for key, column in self.labels.items():
-            self.labels[key] = pad(column, _ABSENT).astype(np.int32)
+        self._taints.grow_slots(new)
+        self._labels.grow_slots(new)
         self.names.extend([""] * extra)
         self.nodes.extend([None] * extra)
         self.node_taints.extend([()] * extra)
@@ -363,13 +383,36 @@ class NodeTable:
         return True
 
     def _account(self, info: PodInfo, slot: int, sign: int) -> None:
+        """Add (sign 1) or take back (-1) what ``info`` requests; ``pods[slot]``
+        already says whether it is there."""
         for resource, value in info.requests.items():
             row = self.resource_row(resource)  # may grow the arrays: index after
-            self.requested[row, slot] += sign * value
+            self._add_bounded(self.requested, row, slot, sign * value, resource)
         self.requested[self.resource_index[PODS], slot] += sign
-        self.nonzero_requested[0, slot] += sign * info.nonzero_cpu
-        self.nonzero_requested[1, slot] += sign * info.nonzero_memory
+        self._add_bounded(self.nonzero_requested, 0, slot, sign * info.nonzero_cpu, _NONZERO_CPU)
+        self._add_bounded(
+            self.nonzero_requested, 1, slot, sign * info.nonzero_memory, _NONZERO_MEMORY
+        )
         self.generation += 1
+
+    def _add_bounded(self, column: IntArray, row: int, slot: int, delta: int, what: str) -> None:
+        """``column[row, slot] += delta``, saturating at ``MAX_AMOUNT``.
+
+        A saturated cell no longer knows its exact total, so at (or past) the bound the
+        total is recounted from the node's pods; below it plain addition is exact."""
+        cell = column.item(row, slot)
+        total = cell + delta
+        if cell >= MAX_AMOUNT or total > MAX_AMOUNT:
+            total = min(self._pods_total(slot, what), MAX_AMOUNT)
+        column[row, slot] = total
+
+    def _pods_total(self, slot: int, what: str) -> int:
+        pods = self.pods[slot].values()
+        if what == _NONZERO_CPU:
+            return sum(p.nonzero_cpu for p in pods)
+        if what == _NONZERO_MEMORY:
+            return sum(p.nonzero_memory for p in pods)
+        return sum(p.requests.get(what, 0) for p in pods)
 
     @property
     def change_seq(self) -> int:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from troupe.api.gangs import GroupKey
-from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
+from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable, summable
 from troupe.api.podinfo import PodInfo
 from troupe.api.resources import CPU, PODS
 
@@ -44,10 +44,11 @@ def resource_gap(
     free = table.allocatable[rows][:, slots] - table.requested[rows][:, slots]
     if members_placed:
         _count_members_as_free(table, names, slots, free, group, group_of)
+    walk = summable(free)  # thousands of nodes at MAX_AMOUNT would wrap an int64 sum
     wanted = np.array([request[name] for name in names], dtype=np.int64)
     # With no node at all nothing is covered and the whole request is the gap.
-    covered: BoolArray = np.asarray((np.cumsum(free, axis=1) >= wanted[:, None]).any(axis=1))
-    left = wanted - free.sum(axis=1)
+    covered: BoolArray = np.asarray((np.cumsum(walk, axis=1) >= wanted[:, None]).any(axis=1))
+    left = wanted - walk.sum(axis=1)
     return {name: int(left[i]) for i, name in enumerate(names) if not covered[i]}
 
 

@@ -36,7 +36,7 @@ from troupe.api.framework import (
     PreFilterResult,
     Rejection,
 )
-from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
+from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable, summable
 from troupe.api.objects import Node, Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.resources import PODS, node_allocatable, pod_requests
@@ -232,10 +232,10 @@ class Fit:
             row = table.resource_index.get(resource)
             if row is None:
                 continue
-            allocatable = int(table.allocatable[row][nodes].sum())
+            allocatable = int(summable(table.allocatable[row][nodes]).sum())
             if allocatable <= 0:
                 continue
-            requested = int(table.requested[row][nodes].sum())
+            requested = int(summable(table.requested[row][nodes]).sum())
             requested = max(requested + assignment.requested.get(resource, 0), 0)
             total += weight * min(requested, allocatable) * MAX_NODE_SCORE // allocatable
             weight_sum += weight

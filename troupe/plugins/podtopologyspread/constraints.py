@@ -188,7 +188,8 @@ def tolerated_mask(table: NodeTable, pod: Pod) -> BoolArray:
     ``nodeTaintsPolicy: Honor``."""
     mask = table.present.copy()
     tolerations = pod.spec.tolerations
-    for tid, taint in enumerate(table.taint_list):
+    for tid in table.live_taint_ids():
+        taint = table.taint_list[tid]
         if find_untolerated_taint((taint,), tolerations, _DO_NOT_SCHEDULE_EFFECTS) is not None:
             mask &= ~table.taints[tid]
     return mask

@@ -1,11 +1,12 @@
 """TaintToleration over the NodeTable's taint bitset.
 
-The table numbers every distinct taint it has seen (``taint_list``) and keeps a
-boolean row per taint (``taints[taint id, slot]``). Whether a pod tolerates a taint
-depends only on the pod's tolerations, so the plugin decides it once per distinct
-taint, not once per node, and turns the answer into a node mask with one ``any``
-over the untolerated rows. Those masks depend on node attributes alone and are
-cached per toleration set until ``table.node_generation`` moves.
+The table numbers every distinct taint some node carries (``taint_list``,
+``live_taint_ids``) and keeps a boolean row per taint (``taints[taint id, slot]``);
+an id no node carries any more is freed and later reused for another taint. Whether
+a pod tolerates a taint depends only on the pod's tolerations, so the plugin decides
+it once per distinct taint, not once per node, and turns the answer into a node mask
+with one ``any`` over the untolerated rows. Those masks depend on node attributes
+alone and are cached per toleration set until ``table.node_generation`` moves.
 
 Filter (upstream ``Filter``): a node is rejected, UnschedulableAndUnresolvable, when
 it has a NoSchedule or NoExecute taint no toleration matches; the reason names the
@@ -105,9 +106,9 @@ class _NodeCache:
             return
         self.table = table
         self.generation = table.node_generation
-        # Taint ids are never reused, but a row may be empty once no node has it.
-        on_some_node: BoolArray = np.logical_or.reduce(table.taints, axis=1)
-        live = [tid for tid in range(len(table.taint_list)) if on_some_node[tid]]
+        # Only taints some node carries: the table frees and reuses the ids of the
+        # others (their rows are cleared), which is also why this is per generation.
+        live = table.live_taint_ids()
         self.filter_ids = tuple(t for t in live if table.taint_list[t].effect in FILTER_EFFECTS)
         self.prefer_ids = tuple(t for t in live if table.taint_list[t].effect == PREFER_NO_SCHEDULE)
         self.verdicts.clear()

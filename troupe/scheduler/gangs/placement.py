@@ -27,7 +27,7 @@ import numpy as np
 from troupe.api.cycle import CycleState
 from troupe.api.framework import Diagnosis
 from troupe.api.gangs import GangPolicy, GroupRef
-from troupe.api.nodetable import BoolArray
+from troupe.api.nodetable import BoolArray, summable
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.scheduler.cycle.algorithm import PodAlgorithm
@@ -310,7 +310,7 @@ class GangPlacer:
         missing = []
         for resource, amount in sorted(policy.min_resources.items()):
             row = table.resource_row(resource)
-            free = int(np.sum((table.allocatable[row] - table.requested[row])[present]))
+            free = int(summable((table.allocatable[row] - table.requested[row])[present]).sum())
             if free + held.get(resource, 0) < amount:
                 missing.append(resource)
         return ", ".join(f"Insufficient {r}" for r in missing)
