@@ -13,6 +13,13 @@ the node appears: node deletion never loses its pods.
 
 All node state lives in the ``NodeTable`` (``self.table``), which is also the live
 snapshot every cycle reads.
+
+What cannot be counted is never half-counted (docs/reliability.md): a node whose
+allocatable cannot be used raises QuantityError from ``add_node``/``update_node`` with
+the table unchanged; an assigned pod asking more than ``MAX_AMOUNT`` of a resource is
+counted as asking ``MAX_AMOUNT`` (it occupies its node whatever troupe thinks of it),
+and one whose quantities do not parse is left out; ``add_pod``/``update_pod`` return
+that problem for the caller to report.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from troupe.api.clock import Clock
 from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Node, Pod, PodKey
 from troupe.api.podinfo import PodInfo
+from troupe.api.quantity import AmountTooLarge, QuantityError
 
 log = structlog.get_logger("troupe.cache")
 
@@ -43,6 +51,18 @@ def _accounted_alike(a: Pod, b: Pod) -> bool:
         a.metadata.labels == b.metadata.labels
         and a.metadata.deletion_timestamp == b.metadata.deletion_timestamp
     )
+
+
+def _assigned_info(pod: Pod) -> tuple[PodInfo | None, QuantityError | None]:
+    """An assigned pod's PodInfo and what is wrong with its quantities: a request
+    above ``MAX_AMOUNT`` is capped there; a malformed quantity gives no PodInfo."""
+    try:
+        return PodInfo.of(pod), None
+    except AmountTooLarge as err:
+        # Malformed quantities raise before sizes are checked: this one parses.
+        return PodInfo.of(pod, cap=True), err
+    except QuantityError as err:
+        return None, err
 
 
 @dataclass(slots=True)
@@ -99,51 +119,65 @@ class Cache:
 
     # --- pods from the informers -----------------------------------------------
 
-    def add_pod(self, pod: Pod) -> None:
-        """An assigned pod was observed (added, or updated to bound)."""
+    def add_pod(self, pod: Pod) -> QuantityError | None:
+        """An assigned pod was observed (added, or updated to bound). Returns what is
+        wrong with its quantities, if anything (see the module docstring)."""
         key = pod.key
         cached = self._pods.get(key)
+        if cached is not None and cached.assumed and cached.node_name == pod.spec.node_name:
+            # The binding we made is confirmed: keep the accounting, drop expiry,
+            # and what plugins derived from the pod to place it (``extra`` is a
+            # cache, recomputed if asked again), which bound pods would otherwise
+            # carry for as long as they run.
+            cached.assumed = False
+            cached.deadline = None
+            self._assumed.pop(key, None)
+            cached.info.extra.clear()
+            if _accounted_alike(cached.info.pod, pod):
+                # Binding changes nothing the accounting derived from the spec.
+                cached.info.pod = pod
+                return None
+            return self._reaccount(cached, pod)
+        info, problem = _assigned_info(pod)
         if cached is not None:
-            if cached.assumed and cached.node_name == pod.spec.node_name:
-                # The binding we made is confirmed: keep the accounting, drop expiry,
-                # and what plugins derived from the pod to place it (``extra`` is a
-                # cache, recomputed if asked again), which bound pods would otherwise
-                # carry for as long as they run.
-                cached.assumed = False
-                cached.deadline = None
-                self._assumed.pop(key, None)
-                cached.info.extra.clear()
-                if _accounted_alike(cached.info.pod, pod):
-                    # Binding changes nothing the accounting derived from the spec.
-                    cached.info.pod = pod
-                else:
-                    self._replace(cached, PodInfo.of(pod))
-                return
             # Assumed elsewhere, or already known: the API server is the truth.
-            self._unaccount(cached)
-        info = PodInfo.of(pod)
-        self._pods[key] = _CachedPod(info, pod.spec.node_name, assumed=False)
-        self._assumed.pop(key, None)
-        self._account(info, pod.spec.node_name)
+            self._drop(key)
+        if info is not None:
+            self._pods[key] = _CachedPod(info, pod.spec.node_name, assumed=False)
+            self._account(info, pod.spec.node_name)
+        return problem
 
-    def update_pod(self, old: Pod, new: Pod) -> None:
+    def update_pod(self, old: Pod, new: Pod) -> QuantityError | None:
+        """A bound pod changed; returns what is wrong with its quantities, if anything."""
         cached = self._pods.get(new.key)
         if cached is None or cached.node_name != new.spec.node_name or cached.assumed:
-            self.add_pod(new)
-            return
+            return self.add_pod(new)
         current = cached.info.pod
         if current.spec == new.spec and _accounted_alike(current, new):
             # A status change (Running, conditions): nothing the accounting derives
             # from the pod moved, so the table (and its generation) stays as it is.
             cached.info.pod = new
-            return
-        self._replace(cached, PodInfo.of(new))
+            return None
+        return self._reaccount(cached, new)
 
     def remove_pod(self, pod: Pod) -> None:
-        cached = self._pods.pop(pod.key, None)
-        if cached is not None:
-            self._assumed.pop(pod.key, None)
-            self._unaccount(cached)
+        if pod.key in self._pods:
+            self._drop(pod.key)
+
+    def _reaccount(self, cached: _CachedPod, pod: Pod) -> QuantityError | None:
+        """Account ``cached`` as its new version ``pod``, or leave it out if that
+        version's quantities do not parse."""
+        info, problem = _assigned_info(pod)
+        if info is None:
+            self._drop(pod.key)
+        else:
+            self._replace(cached, info)
+        return problem
+
+    def _drop(self, key: PodKey) -> None:
+        cached = self._pods.pop(key)
+        self._assumed.pop(key, None)
+        self._unaccount(cached)
 
     # --- assume / forget ---------------------------------------------------------
 

@@ -13,7 +13,12 @@ queue or the NodeTable, so it cannot skew another pod's fit or score: a pending 
 ours gets ``PodScheduled=False`` (reason ``InvalidQuantity``, the message naming the
 field) and a ``FailedScheduling`` event; a node gets a Warning event and an error log
 line and is left out (taken out of the NodeTable if it was in it) until a later
-version of it is usable. Each is told once per distinct problem.
+version of it is usable. An amount above what troupe holds (``MAX_AMOUNT``, 10T cores
+or 10P of anything else) is such a problem too. An assigned pod occupies its node
+whatever troupe thinks of it: one asking more than that is counted as asking the
+limit, one whose quantities do not parse is not counted; either gets a Warning event
+(reason ``InvalidQuantity``) and a log line naming the pod, node and field. Each is
+told once per distinct problem.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from troupe.api.gangapi import CompositePodGroup
 from troupe.api.gangapi_kinds import TEMPLATES_OBJECTS, GroupObject
 from troupe.api.gangs import GangApi, GroupRef, group_ref_of, group_refs_of
 from troupe.api.objects import Namespace, Node, Pod, PodCondition
-from troupe.api.quantity import QuantityError
+from troupe.api.quantity import AmountTooLarge, QuantityError, max_amount_text
 from troupe.api.resources import node_allocatable
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cache import Cache
@@ -154,7 +159,7 @@ class ClusterEventHandlers:
             self._explanations.pod_gone(pod.key)
             if pod.is_terminal:
                 return
-            self._cache.add_pod(pod)
+            self._report_assigned(pod, self._cache.add_pod(pod))
             self._queue.delete(pod)
             self._queue.on_event(ASSIGNED_POD_ADD, None, pod)
         elif (
@@ -189,10 +194,10 @@ class ClusterEventHandlers:
                 self._explanations.pod_gone(key)
                 self._binding.pod_superseded(key)
                 self._queue.delete(old)
-                self._cache.add_pod(new)
+                self._report_assigned(new, self._cache.add_pod(new))
                 self._queue.on_event(ASSIGNED_POD_ADD, None, new)
                 return
-            self._cache.update_pod(old, new)
+            self._report_assigned(new, self._cache.update_pod(old, new))
             if old.metadata.labels != new.metadata.labels:
                 self._queue.on_event(
                     ClusterEvent(
@@ -241,6 +246,24 @@ class ClusterEventHandlers:
         self._writer.pod_status(pod, condition, None)
         self._writer.event(
             Event(ObjectRef.of_pod(pod), "Warning", "FailedScheduling", "Scheduling", message)
+        )
+
+    def _report_assigned(self, pod: Pod, problem: QuantityError | None) -> None:
+        """Tell of an assigned pod the cache could not count as written."""
+        if problem is None:
+            return
+        node = pod.spec.node_name
+        if isinstance(problem, AmountTooLarge):
+            limit = max_amount_text(problem.resource_name)
+            message = f"{problem}; troupe counts it as {limit} on node {node}"
+        else:
+            message = f"{problem}; troupe does not count the pod on node {node}"
+        if self._bad_pods.get(pod.key) == message:
+            return
+        self._bad_pods[pod.key] = message
+        log.error("assigned pod not counted as written", pod=pod.key, node=node, error=str(problem))
+        self._writer.event(
+            Event(ObjectRef.of_pod(pod), "Warning", REASON_INVALID_QUANTITY, "Scheduling", message)
         )
 
     def on_pod_delete(self, pod: Pod) -> None:
