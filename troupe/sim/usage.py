@@ -59,7 +59,8 @@ def node_usage(cluster: SimCluster, pods: list[Obj] | None = None) -> list[NodeU
         if pod.get("status", {}).get("phase") in TERMINAL_PHASES:
             continue
         on_node = requested[node]
-        for resource, amount in pod_requests(Pod.model_validate(pod)).items():
+        # Counted as the scheduler counts a bound pod (a request past MAX_AMOUNT at it).
+        for resource, amount in pod_requests(Pod.model_validate(pod), cap=True).items():
             on_node[resource] = on_node.get(resource, 0) + amount
         on_node["pods"] = on_node.get("pods", 0) + 1
     out = []

@@ -139,7 +139,7 @@ def node_free(state: ClusterState, pod: Pod | None = None) -> dict[str, NodeRoom
         if not bound(p):
             continue
         total = used.setdefault(p["spec"]["nodeName"], {})
-        for r, v in pod_requests(Pod.model_validate(p)).items():
+        for r, v in pod_requests(Pod.model_validate(p), cap=True).items():  # as the cache
             total[r] = total.get(r, 0) + v
     out = {}
     for obj in state.nodes:

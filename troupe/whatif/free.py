@@ -135,7 +135,7 @@ def running(
                 pod_key(obj),
                 node,
                 prio,
-                dict(pod_requests(parsed)),
+                dict(pod_requests(parsed, cap=True)),  # bound: counted as the cache does
                 prio < priority,
                 tuple(f"{b.metadata.namespace}/{b.metadata.name}" for b in covering),
                 any(b.status.disruptions_allowed <= 0 for b in covering),
