@@ -144,17 +144,24 @@ class LabelColumns:
     def set(self, slot: int, labels: Mapping[str, str]) -> None:
         """Make ``labels`` the labels of ``slot`` (empty: the slot is freed).
 
-        The new labels are counted before the old ones are released, so a label the
-        node keeps is never freed and re-added on the way."""
-        held = tuple((key, self._acquire(key, value)) for key, value in labels.items())
-        for key, _ in self._held[slot]:
+        A label the node keeps is left alone; a new value is counted before the old
+        one is released, so a key the node keeps never loses its column on the way."""
+        previous = dict(self._held[slot])
+        values, columns = self.values, self.columns
+        held = []
+        for key, value in labels.items():
+            lid = previous.get(key)
+            if lid is not None and values[key][lid] == value:
+                del previous[key]  # unchanged
+            else:
+                lid = self._acquire(key, value)
+                columns[key][slot] = lid
+            held.append((key, lid))
+        for key, lid in previous.items():  # changed or gone
             if key not in labels:
-                self.columns[key][slot] = ABSENT
-        for key, lid in held:
-            self.columns[key][slot] = lid
-        for key, lid in self._held[slot]:
+                columns[key][slot] = ABSENT
             self._release(key, lid)
-        self._held[slot] = held
+        self._held[slot] = tuple(held)
 
     def grow_slots(self, slots: int) -> None:
         old = len(self._held)

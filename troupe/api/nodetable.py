@@ -310,13 +310,18 @@ class NodeTable:
     def _write_node(self, slot: int, node: Node, allocatable: ResourceVector) -> None:
         # Nothing here can fail on the node's content (its amounts were checked).
         rows = [(self.resource_row(r), amount) for r, amount in allocatable.items()]
+        old = self.nodes[slot]
         self.nodes[slot] = node
         self.unschedulable[slot] = node.spec.unschedulable
         self.allocatable[:, slot] = 0  # after resource_row, which may grow the arrays
         for row, amount in rows:
             self.allocatable[row, slot] = amount
-        self._labels.set(slot, node.metadata.labels)
-        self.node_taints[slot] = self._taints.set(slot, self.node_taints[slot], node.spec.taints)
+        # Most updates change one of allocatable, labels or taints: keep the others.
+        if old is None or old.metadata.labels != node.metadata.labels:
+            self._labels.set(slot, node.metadata.labels)
+        if old is None or old.spec.taints != node.spec.taints:
+            taints = self._taints.set(slot, self.node_taints[slot], node.spec.taints)
+            self.node_taints[slot] = taints
         self.generation += 1
         self.node_generation += 1
 
@@ -384,27 +389,33 @@ class NodeTable:
 
     def _account(self, info: PodInfo, slot: int, sign: int) -> None:
         """Add (sign 1) or take back (-1) what ``info`` requests; ``pods[slot]``
-        already says whether it is there."""
+        already says whether it is there.
+
+        Each amount saturates at ``MAX_AMOUNT``. A saturated cell no longer knows its
+        exact total, so at (or past) the bound the total is recounted from the node's
+        pods; below it plain addition is exact. (Inlined: this runs for every pod
+        assumed, bound and forgotten.)"""
+        limit = MAX_AMOUNT
         for resource, value in info.requests.items():
             row = self.resource_row(resource)  # may grow the arrays: index after
-            self._add_bounded(self.requested, row, slot, sign * value, resource)
+            requested = self.requested
+            cell = requested.item(row, slot)
+            total = cell + sign * value
+            if cell >= limit or total > limit:
+                total = min(self._pods_total(slot, resource), limit)
+            requested[row, slot] = total
         self.requested[self.resource_index[PODS], slot] += sign
-        self._add_bounded(self.nonzero_requested, 0, slot, sign * info.nonzero_cpu, _NONZERO_CPU)
-        self._add_bounded(
-            self.nonzero_requested, 1, slot, sign * info.nonzero_memory, _NONZERO_MEMORY
-        )
+        nonzero = self.nonzero_requested
+        for row, value, what in (
+            (0, info.nonzero_cpu, _NONZERO_CPU),
+            (1, info.nonzero_memory, _NONZERO_MEMORY),
+        ):
+            cell = nonzero.item(row, slot)
+            total = cell + sign * value
+            if cell >= limit or total > limit:
+                total = min(self._pods_total(slot, what), limit)
+            nonzero[row, slot] = total
         self.generation += 1
-
-    def _add_bounded(self, column: IntArray, row: int, slot: int, delta: int, what: str) -> None:
-        """``column[row, slot] += delta``, saturating at ``MAX_AMOUNT``.
-
-        A saturated cell no longer knows its exact total, so at (or past) the bound the
-        total is recounted from the node's pods; below it plain addition is exact."""
-        cell = column.item(row, slot)
-        total = cell + delta
-        if cell >= MAX_AMOUNT or total > MAX_AMOUNT:
-            total = min(self._pods_total(slot, what), MAX_AMOUNT)
-        column[row, slot] = total
 
     def _pods_total(self, slot: int, what: str) -> int:
         pods = self.pods[slot].values()
