@@ -6,7 +6,8 @@
 ``python -m bench scale --nodes 5000 --existing-pods 1000 --pods 50000``,
 ``python -m bench peer --scheduler-cmd "PATH --config {config}" [--quick]``,
 ``python -m bench simrate --nodes 5000 --existing-pods 1000 --pods 10000 --watchers 2``,
-``python -m bench dra [--nodes 512] [--pods 64] [--per-pod 8]``."""
+``python -m bench dra [--nodes 512] [--pods 64] [--per-pod 8]``,
+``python -m bench taints --nodes 5000 --values 10000 --carriers 250``."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from bench import (
     scale,
     simrate,
     soak,
+    taints,
     transport,
 )
 
@@ -50,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_parser("simrate", help="the embedded API server's binds/s with watchers")
     )
     dra.add_arguments(sub.add_parser("dra", help="the DRA allocator: per node and a GPU gang"))
+    taints.add_arguments(
+        sub.add_parser("taints", help="distinct timestamp taints over time: memory, time")
+    )
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
@@ -75,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         return simrate.run(args)
     if args.name == "dra":
         return dra.run(args)
+    if args.name == "taints":
+        return taints.run(args)
     return 2
 
 
