@@ -14,6 +14,7 @@ from troupe.api.gangs import GangPolicy
 from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Node
 from troupe.api.podinfo import PodInfo
+from troupe.api.quantity import MAX_AMOUNT
 from troupe.api.status import Code
 from troupe.plugins.coscheduling import (
     Coscheduling,
@@ -246,6 +247,17 @@ def test_the_capacity_walk_equals_upstreams_node_by_node_subtraction(
             covered = True
             break
     assert gap == ({} if covered else {"cpu": left})
+
+
+def test_the_capacity_walk_stays_exact_where_an_int64_sum_would_wrap() -> None:
+    # 1,000 nodes each overcommitted by the most troupe holds: the free total is
+    # -1e19, past int64; numpy's own sum would wrap to a large positive number.
+    table = table_of([node(f"n{i}", cpu="1") for i in range(1000)])
+    hog = PodInfo.of(make_pod().name("hog").req(**{"example.com/w": "1e19"}).obj(), cap=True)
+    for i in range(1000):
+        table.add_pod(hog, f"n{i}")
+    gap = resource_gap(table, {"example.com/w": 1}, PG, lambda _: None, False)
+    assert gap == {"example.com/w": 1 + 1000 * MAX_AMOUNT}
 
 
 def test_no_nodes_leave_the_whole_request_as_the_gap() -> None:
