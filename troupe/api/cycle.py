@@ -1,12 +1,19 @@
 """CycleState: per-scheduling-cycle data that plugins share, with typed keys.
 
-A new CycleState is made for every attempt (pod or group member) by
-``troupe.scheduler.loop.schedule_one``; a plugin writes what it computed in PreFilter or
-PreScore and reads it back in Filter or Score.
+A new CycleState is made for every attempt (pod or group member) by the per-pod
+algorithm (``troupe.scheduler.cycle.algorithm``); a plugin writes what it computed in
+PreFilter or PreScore and reads it back in Filter or Score.
 
     FIT_KEY = StateKey[FitState]("NodeResourcesFit")
     state.write(FIT_KEY, FitState(...))
     fit = state.read(FIT_KEY)
+
+The members of one pod-group attempt also share a ``GroupState`` (``state.group``;
+None for a pod scheduled on its own), made when the attempt opens and discarded
+when it ends, admitted or reverted (upstream's pod-group CycleState,
+``SetPodGroupSchedulingCycle``). A plugin keeps there what it did for earlier members
+of the same attempt: pending allocations its Reserve made, which its Filter must
+count for the next member and its Unreserve takes back.
 """
 
 from __future__ import annotations
@@ -26,16 +33,13 @@ class StateKey(Generic[T]):
         return f"StateKey({self.name!r})"
 
 
-class CycleState:
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+class _Store:
+    """Values typed by their key (``write`` only stores a T under a StateKey[T]), so
+    reads need no ``typing.cast``, a function call on every read."""
 
-    def __init__(self) -> None:
-        # Values typed by their key (``write`` only stores a T under a StateKey[T]),
-        # so reads need no ``typing.cast``, a function call on every read.
-        self._data: dict[StateKey[Any], Any] = {}
-        # Plugins whose PreFilter/PreScore returned SKIP for this pod.
-        self.skip_filter_plugins: set[str] = set()
-        self.skip_score_plugins: set[str] = set()
+    __slots__ = ("_data",)
+
+    _data: dict[StateKey[Any], Any]
 
     def write(self, key: StateKey[T], value: T) -> None:
         self._data[key] = value
@@ -54,11 +58,37 @@ class CycleState:
     def delete(self, key: StateKey[Any]) -> None:
         self._data.pop(key, None)
 
+
+class GroupState(_Store):
+    """What the members of one pod-group attempt share (``CycleState.group``)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        self._data = {}
+
+    def clear(self) -> None:
+        """The attempt ended: nothing it kept outlives it."""
+        self._data.clear()
+
+
+class CycleState(_Store):
+    __slots__ = ("group", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self, group: GroupState | None = None) -> None:
+        self._data = {}
+        # The group attempt's shared area; None outside a pod-group attempt.
+        self.group = group
+        # Plugins whose PreFilter/PreScore returned SKIP for this pod.
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
     def clone(self) -> CycleState:
         # Not ``CycleState()``: making an instance through a Python __init__ is a call
         # from C into a fresh frame, and a batch clones a state for every pod.
         other = object.__new__(CycleState)
         other._data = dict(self._data)
+        other.group = self.group
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
         return other

@@ -20,6 +20,7 @@ from troupe.scheduler.cache import Cache
 from troupe.scheduler.cycle.algorithm import PodAlgorithm
 from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.framework.waiting_pods import WaitingPods
+from troupe.scheduler.gangs.attempt import GroupAttempt
 from troupe.scheduler.gangs.directory import GangDirectory
 from troupe.scheduler.gangs.placement import GangPlacer
 from troupe.scheduler.gangs.report import GangReporter
@@ -92,6 +93,17 @@ class Parts:
         self.groups.upsert(GangApi.COSCHEDULING, coscheduling_group(name, min_member))
         return [PodInfo.of(member(name, i)) for i in range(size)]
 
+    def attempt(self, members: list[PodInfo], already: int = 0) -> GroupAttempt:
+        """An attempt of the group of ``members`` placing all of them."""
+        ref = group_ref_of(members[0].pod)
+        assert ref is not None
+        policy = self.groups.policy(ref)
+        assert policy is not None
+        entity = QueuedGroupInfo(
+            key=ref.key, priority=0, timestamp=0.0, ref=ref, members={m.key: m for m in members}
+        )
+        return GroupAttempt(self.fwk, entity, policy, tuple(members), already, cycle=0, start=0.0)
+
     def requested_cpu(self) -> int:
         return int(self.cache.table.requested[self.cache.table.resource_row("cpu")].sum())
 
@@ -99,11 +111,7 @@ class Parts:
 def test_a_gang_is_placed_member_by_member_until_the_nodes_run_out() -> None:
     parts = Parts(nodes=2)
     members = parts.gang("train", 3, 3)
-    ref = group_ref_of(members[0].pod)
-    assert ref is not None
-    policy = parts.groups.policy(ref)
-    assert policy is not None
-    placed, failures, shortfall = parts.placer.place(parts.fwk, ref, policy, members, 0)
+    placed, failures, shortfall = parts.placer.place(parts.attempt(members))
     assert shortfall == ""
     assert sorted(p.result.node for p in placed) == ["n0", "n1"]
     assert [info.key for info, _, _ in failures] == [members[2].key]
@@ -116,17 +124,11 @@ def test_a_gang_is_placed_member_by_member_until_the_nodes_run_out() -> None:
 def test_the_preemption_dry_run_reports_no_quorum_and_leaves_the_table_as_it_was() -> None:
     parts = Parts(nodes=2)
     members = parts.gang("train", 3, 3)
-    ref = group_ref_of(members[0].pod)
-    assert ref is not None
-    policy = parts.groups.policy(ref)
-    assert policy is not None
-    entity = QueuedGroupInfo(
-        key=ref.key, priority=0, timestamp=0.0, ref=ref, members={m.key: m for m in members}
-    )
-    assert parts.topology.place_quorum(parts.fwk, entity, policy, members, 0) == (None, 2)
+    attempt = parts.attempt(members)
+    assert parts.topology.place_quorum(attempt) == (None, 2)
     assert parts.requested_cpu() == 0
     # With one member already bound elsewhere the two others reach the quorum.
-    where, placed = parts.topology.place_quorum(parts.fwk, entity, policy, members[:2], 1)
+    where, placed = parts.topology.place_quorum(attempt.with_members(tuple(members[:2]), 1))
     assert where is not None and sorted(where.values()) == ["n0", "n1"]
     assert placed == 2
     assert parts.requested_cpu() == 0

@@ -135,7 +135,7 @@ async def test_a_deleted_gang_s_preemption_is_not_kept_past_its_hold() -> None:
     h.pods(members)
     await h.settle()
     await h.scheduler.background.drain(timeout=1)
-    preemption = h.parts.group_cycle.preemption
+    preemption = h.parts.group_cycle.algorithm.preemption
     assert len(h.client.deletions) == 8 and preemption.kept == 1
     # The gang goes before it binds, and so do its victims.
     for pod in members:

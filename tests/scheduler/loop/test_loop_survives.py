@@ -64,7 +64,7 @@ async def test_a_pod_whose_attempt_raises_is_retried_and_the_others_go_on() -> N
 
 async def test_a_gang_whose_placement_raises_holds_nothing_and_is_retried() -> None:
     h = Harness().nodes(nodes(2))
-    placer = h.parts.group_cycle.placer
+    placer = h.parts.group_cycle.algorithm.placer
     original = placer._reserve
     calls: list[str] = []
 

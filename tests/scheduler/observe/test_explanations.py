@@ -3,6 +3,7 @@ when the pod or group is no longer pending."""
 
 from __future__ import annotations
 
+from troupe.api.diagnosis import GroupDiagnosis, GroupObject, MemberDiagnosis, Quorum
 from troupe.api.framework import Diagnosis
 from troupe.api.objects import Pod
 from troupe.api.podinfo import PodInfo
@@ -37,13 +38,26 @@ def test_a_pod_keeps_its_last_diagnosis_until_bound_and_the_store_is_bounded() -
 
 def test_a_group_answers_for_its_members_and_goes_with_its_object() -> None:
     store = Explanations()
-    record = {
-        "kind": "podgroup",
-        "group": {"namespace": "ns", "name": "g", "sub": ""},
-        "members": [{"pod": "ns/m-0"}, {"pod": "ns/m-1"}],
-    }
-    store.group_failed("ns/g", record)
-    assert store.group("ns", "g") is record
+    members = tuple(
+        MemberDiagnosis.of(info(f"m-{i}"), None, None, "CoschedulingNotMeetMinMember", "")
+        for i in range(2)
+    )
+    diagnosis = GroupDiagnosis(
+        name="ns/g",
+        key="ns/g",
+        group=GroupObject("PodGroup", "scheduling.x-k8s.io/v1alpha1", "ns", "g", ""),
+        message="gang ns/g: 2 of 3 required pods fit; not enough members",
+        why="not enough members",
+        quorum=Quorum(3, "spec.minMember", 0, 2, 2, "2 of 3 required pods fit"),
+        min_resources_shortfall="",
+        required="",
+        preferred=(),
+        members=members,
+        preemption=None,
+        time=1.0,
+    )
+    store.group_failed(diagnosis)
+    assert store.group("ns", "g") == diagnosis.wire()
     member = store.pod("ns/m-1")
     assert member is not None and member["member"] == "ns/m-1"
     store.object_gone("ns", "g")

@@ -11,7 +11,8 @@ The pod cycle (``troupe.scheduler.cycle.pod_cycle``), the batch placers and the
 group cycle (``troupe.scheduler.gangs``) all place pods through one instance, so a
 pod and a gang member are placed by the same rule and share one rotation and one
 tie-break generator. ``revert`` undoes a placement (Unreserve, forget the
-assumption) on every failure path.
+assumption) on every failure path. A gang member is placed inside a placement
+(KEP-5732) by passing its node mask as ``within``; nothing here remembers it.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from typing import Protocol
 
 import numpy as np
 
-from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
-from troupe.api.framework import Diagnosis
-from troupe.api.nodetable import BoolArray, IndexArray
+from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState, GroupState
+from troupe.api.framework import Diagnosis, PreFilterResult
+from troupe.api.nodetable import BoolArray, IndexArray, NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.scheduler.cache import Cache
@@ -47,6 +48,16 @@ def num_feasible_nodes_to_find(percentage: int, num_nodes: int) -> int:
     if percentage == 0:
         percentage = max(50 - num_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE)
     return max(num_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def pre_filter_mask(table: NodeTable, pre: PreFilterResult | None) -> BoolArray | None:
+    """The nodes a PreFilter result leaves in (None: it restricts nothing), as upstream
+    ``findNodesThatFitPod`` reads ``PreFilterResult.NodeNames``."""
+    if pre is None or pre.node_names is None:
+        return None
+    allowed = np.zeros(table.capacity, dtype=bool)
+    allowed[[table.index[n] for n in pre.node_names if n in table.index]] = True
+    return allowed
 
 
 class Nominations(Protocol):
@@ -84,25 +95,23 @@ class PodAlgorithm:
         # Its own generator: sampling must not shift the seeded tie-breaks.
         self._sample_rng = random.Random(seed + 1)
         self._next_start_node_index = 0
-        # The nodes of the placement being evaluated (KEP-5732): pods are placed only
-        # there. None: every node (set by ``troupe.scheduler.gangs.topology``).
-        self.within: BoolArray | None = None
 
-    def candidates(self) -> BoolArray:
+    def candidates(self, within: BoolArray | None = None) -> BoolArray:
         """The nodes a pod may go to in this cycle: every present node, or those of
-        the placement being evaluated."""
+        the placement being evaluated (``within``, KEP-5732)."""
         table = self.cache.table
-        if self.within is None:
+        if within is None:
             return table.present
-        return table.present & self.within
+        return table.present & within
 
     def nominated_node(self, info: PodInfo) -> str | None:
         """The node a preemption nominated ``info`` to, if any."""
         return self._nominations.nominated_node(info.key) or info.pod.status.nominated_node_name
 
-    def new_cycle_state(self) -> CycleState:
-        """A fresh CycleState; with metrics, 10% of cycles record per-plugin durations."""
-        state = CycleState()
+    def new_cycle_state(self, group: GroupState | None = None) -> CycleState:
+        """A fresh CycleState (a gang member's reaches its attempt's ``group`` area);
+        with metrics, 10% of cycles record per-plugin durations."""
+        state = CycleState(group)
         state.write(PODS_TO_ACTIVATE, set())
         if self._sample and self._sample_rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT:
             state.write(RECORD_PLUGIN_METRICS, True)
@@ -115,15 +124,20 @@ class PodAlgorithm:
         self._ended.forget_member(info.key)
 
     def schedule_pod(
-        self, fwk: Framework, state: CycleState, info: PodInfo
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: PodInfo,
+        within: BoolArray | None = None,
     ) -> ScheduleResult | CycleFailure:
+        """Where ``info`` goes, on every node or only ``within`` (a placement's nodes)."""
         table = self.cache.table
         num_nodes = table.size
         if num_nodes == 0:
             return CycleFailure(Status.unschedulable(NO_NODES_AVAILABLE))
-        if self.within is not None:
+        if within is not None:
             # Messages count the placement's nodes ("0/50 nodes are available").
-            num_nodes = int(np.count_nonzero(self.candidates()))
+            num_nodes = int(np.count_nonzero(self.candidates(within)))
         # Run "prefilter" plugins.
         pre, status = fwk.run_pre_filter(state, info, table)
         if not status.is_success:
@@ -131,11 +145,10 @@ class PodAlgorithm:
                 return CycleFailure(status)
             diagnosis = diagnose_pre_filter(status, pre, num_nodes)
             return self.post_filter(fwk, state, info, diagnosis, status)
-        candidates = self.candidates()
+        candidates = self.candidates(within)
         left_out = None
-        if pre is not None and pre.node_names is not None:
-            allowed = np.zeros(table.capacity, dtype=bool)
-            allowed[[table.index[n] for n in pre.node_names if n in table.index]] = True
+        allowed = pre_filter_mask(table, pre)
+        if allowed is not None:
             candidates = candidates & allowed
             left_out = table.present & ~allowed
         # Run "filter" plugins over every candidate node at once.

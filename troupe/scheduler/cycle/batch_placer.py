@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
+from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState, GroupState
 from troupe.api.framework import FilterSlot, ScoreExtensions, ScoreSlot
-from troupe.api.nodetable import IndexArray, IntArray, NodeTable
+from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.scheduler.cycle.algorithm import PodAlgorithm
 from troupe.scheduler.cycle.results import ScheduleResult
@@ -124,10 +124,20 @@ class BatchPlacer:
     normalizing plugin's raw score moved (then its column is normalized again).
     """
 
-    def __init__(self, algorithm: PodAlgorithm, fwk: Framework) -> None:
+    def __init__(
+        self,
+        algorithm: PodAlgorithm,
+        fwk: Framework,
+        *,
+        within: BoolArray | None = None,
+        group: GroupState | None = None,
+    ) -> None:
         self.algorithm = algorithm
         self.cache = algorithm.cache
         self.fwk = fwk
+        # Gang members: the placement's nodes, and their attempt's shared area.
+        self.within = within
+        self.group = group
         self.state: CycleState | None = None
         self.slots: IndexArray = np.zeros(0, dtype=np.intp)
         self.alive: np.ndarray = np.zeros(0, dtype=bool)
@@ -151,7 +161,7 @@ class BatchPlacer:
         the whole run, so a long run can afford looking at all of them).
         """
         algorithm, fwk, table = self.algorithm, self.fwk, self.cache.table
-        state = algorithm.new_cycle_state()
+        state = algorithm.new_cycle_state(self.group)
         pre, status = fwk.run_pre_filter(state, first, table)
         if not status.is_success or pre is not None:
             return False
@@ -165,7 +175,7 @@ class BatchPlacer:
             traits[n].node_local for n, _ in fwk.pre_filter if n not in skipped
         ):
             return False
-        outcome = fwk.run_filter(state, first, table, algorithm.candidates())
+        outcome = fwk.run_filter(state, first, table, algorithm.candidates(self.within))
         if not outcome.status.is_success:
             return False
         if sample:

@@ -248,36 +248,71 @@ class BindingCycle:
         *,
         permit_timed: bool = False,
     ) -> Status:
-        """WaitOnPermit, PreBind, Bind. A cancelled binding unreserves and forgets;
-        one called off (``call_off``) before it was sent returns that failure for the
-        caller to undo.
+        """WaitOnPermit, PreBind, Bind (a pod scheduled on its own). A cancelled
+        binding unreserves and forgets; one called off (``call_off``) before it was
+        sent returns that failure for the caller to undo.
         ``permit_timed``: the Permit wait was already measured (``wait_for_permit``)."""
-        status = SUCCESS
+        status = await self.pre_bind_steps(fwk, state, info, node, permit_timed=permit_timed)
+        if not status.is_success:
+            return status
+        return await self.bind_step(fwk, state, info, node)
+
+    async def pre_bind_steps(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: PodInfo,
+        node: str,
+        *,
+        permit_timed: bool = False,
+    ) -> Status:
+        """WaitOnPermit and PreBind: what must succeed before Bind (a gang's members
+        all pass here before any of them is bound, ``troupe.scheduler.gangs.admission``)."""
         key = info.key
         called_off = self._called_off.get(key)
         if called_off is not None:
             return Status.unschedulable(called_off)
-        bound = False
-        # The client asks this before sending the binding (after its rate limiter).
+        status = SUCCESS
+        # The client asks this before sending a request for the pod.
         guard = CALL_OFF.set(lambda: self._called_off.get(key))
         try:
-            waiting = self.waiting.get(info.key)
+            waiting = self.waiting.get(key)
             if waiting is not None:
                 # WaitOnPermit (already decided when this cycle waited for a slot).
                 t = time.perf_counter()
                 status = await waiting.wait()
                 if self.metrics is not None and not permit_timed:
                     self.metrics.permit_wait(status.code.name, time.perf_counter() - t)
-                self.waiting.remove(info.key)
+                self.waiting.remove(key)
             if status.is_success:
                 # Run "prebind" plugins.
                 status = await fwk.binding.run_pre_bind(state, info, node)
-            if status.is_success and node not in self.cache.table.index:
-                self._called_off[key] = f"node {node} was deleted before the pod was bound to it"
-            if status.is_success and key not in self._called_off:
-                # Run "bind" plugins.
-                status = await fwk.binding.run_bind(state, info, node)
-                bound = status.is_success
+        except BaseException:
+            self.revert(fwk, state, info, node)
+            raise
+        finally:
+            CALL_OFF.reset(guard)
+        why = self._called_off.get(key)
+        return Status.unschedulable(why) if why is not None else status
+
+    async def bind_step(
+        self, fwk: Framework, state: CycleState, info: PodInfo, node: str
+    ) -> Status:
+        """Bind, once PreBind succeeded: unless the node is gone or the binding was
+        called off before it was sent."""
+        key = info.key
+        if node not in self.cache.table.index:
+            self._called_off[key] = f"node {node} was deleted before the pod was bound to it"
+        why = self._called_off.get(key)
+        if why is not None:
+            return Status.unschedulable(why)
+        bound = False
+        # The client asks this before sending the binding (after its rate limiter).
+        guard = CALL_OFF.set(lambda: self._called_off.get(key))
+        try:
+            # Run "bind" plugins.
+            status = await fwk.binding.run_bind(state, info, node)
+            bound = status.is_success
         except BaseException:
             self.revert(fwk, state, info, node)
             raise

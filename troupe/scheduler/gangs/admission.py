@@ -19,6 +19,7 @@ PodGroup gets ``PodGroupScheduled`` (KEP-5832).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -33,8 +34,8 @@ from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cycle.binding_cycle import BindingCycle
 from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.gangs import composite_quorum
+from troupe.scheduler.gangs.attempt import Placement
 from troupe.scheduler.gangs.directory import GangDirectory
-from troupe.scheduler.gangs.placement import Placement
 from troupe.scheduler.gangs.report import (
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
@@ -81,6 +82,15 @@ class GangAdmission:
         self.queue = queue
         self.groups = groups
         self.report = report
+
+    async def admit(
+        self, fwk: Framework, placed: Sequence[Placement], start: float, admission: Admission
+    ) -> None:
+        """Start every placed member's binding cycle, each in a binding slot (waiting
+        for one when every slot is taken)."""
+        for p in placed:
+            await self.binding.bindings.acquire()
+            self.spawn(fwk, p, start, admission)
 
     def spawn(self, fwk: Framework, p: Placement, start: float, admission: Admission) -> None:
         """Start one member's binding cycle in the binding slot the caller holds."""

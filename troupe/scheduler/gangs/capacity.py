@@ -19,14 +19,16 @@ real, as upstream does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from troupe.api.cycle import GroupState
 from troupe.api.framework import Placement
 from troupe.api.nodetable import BoolArray, IntArray, NodeTable
 from troupe.api.podinfo import PodInfo
-from troupe.scheduler.cycle.algorithm import PodAlgorithm
+from troupe.scheduler.cycle.algorithm import PodAlgorithm, pre_filter_mask
 from troupe.scheduler.cycle.batch_placer import runs
 from troupe.scheduler.framework.runtime import Framework
 
@@ -59,22 +61,27 @@ class Capacity:
         return [int(self.copies[c.nodes & table.present].sum()) for c in candidates]
 
 
-def capacity_of(fwk: Framework, algorithm: PodAlgorithm, members: list[PodInfo]) -> Capacity:
+def capacity_of(
+    fwk: Framework,
+    algorithm: PodAlgorithm,
+    members: Sequence[PodInfo],
+    group: GroupState | None = None,
+) -> Capacity:
     """The per-node copies of the gang's smallest member (upper bound), exact when
-    the members are identical and only modelled filters can change their verdict."""
+    the members are identical and only modelled filters can change their verdict.
+    ``group``: the attempt's shared area, which the first member's cycle state reaches."""
     table = algorithm.cache.table
     with_labels = bool(table.affinity_pods)
-    same = sum(1 for _ in runs(members, with_labels)) == 1
+    same = sum(1 for _ in runs(list(members), with_labels)) == 1
     modelled = True
     first = members[0]
     feasible = table.present
-    state = algorithm.new_cycle_state()
+    state = algorithm.new_cycle_state(group)
     pre, status = fwk.run_pre_filter(state, first, table)
     if status.is_success:
         candidates = table.present
-        if pre is not None and pre.node_names is not None:
-            allowed = np.zeros(table.capacity, dtype=bool)
-            allowed[[table.index[n] for n in pre.node_names if n in table.index]] = True
+        allowed = pre_filter_mask(table, pre)
+        if allowed is not None:
             candidates = candidates & allowed
         outcome = fwk.run_filter(state, first, table, candidates)
         if outcome.status.is_success:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from troupe.api.composite import GroupNode, describe, kept_leaves, satisfied_children
 from troupe.api.gangs import GroupKey, group_ref_of
-from troupe.scheduler.gangs.placement import Placement
+from troupe.scheduler.gangs.attempt import Placement
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,17 +21,15 @@ takes required levels only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from troupe.api.composite import GroupNode, kept_leaves, required_pods
 from troupe.api.framework import Placement
 from troupe.api.gangs import GroupKey, group_ref_of
 from troupe.api.podinfo import PodInfo
-from troupe.scheduler.framework.runtime import Framework
+from troupe.scheduler.gangs.attempt import Failure, GroupAttempt
+from troupe.scheduler.gangs.attempt import Placement as Member
 from troupe.scheduler.gangs.capacity import capacity_of
 from troupe.scheduler.gangs.directory import GangDirectory
-from troupe.scheduler.gangs.placement import Failure, GangPlacer
-from troupe.scheduler.gangs.placement import Placement as Member
+from troupe.scheduler.gangs.placement import GangPlacer
 
 
 def has_topology(node: GroupNode) -> bool:
@@ -45,38 +43,28 @@ class CompositePlacer:
         self.cache = gang.cache
         self.groups = groups
 
-    def place(
-        self,
-        fwk: Framework,
-        tree: GroupNode,
-        members: list[PodInfo],
-        before: Mapping[GroupKey, int],
-    ) -> tuple[list[Member], list[Failure]]:
-        walk = _Walk(self, fwk, members, before)
+    def place(self, attempt: GroupAttempt, tree: GroupNode) -> tuple[list[Member], list[Failure]]:
+        """The composite's members placed level by level, each leaf's members counted
+        on top of ``attempt.before``."""
+        walk = _Walk(self, attempt)
         table = self.cache.table
         try:
             walk.node(tree, Placement("", table.present.copy()))
         except BaseException:
-            self.gang.revert(fwk, walk.placed)
+            self.gang.revert(attempt.fwk, walk.placed)
             raise
         return walk.placed, walk.failures
 
 
 class _Walk:
-    def __init__(
-        self,
-        placer: CompositePlacer,
-        fwk: Framework,
-        members: list[PodInfo],
-        before: Mapping[GroupKey, int],
-    ) -> None:
-        self.placer, self.fwk = placer, fwk
+    def __init__(self, placer: CompositePlacer, attempt: GroupAttempt) -> None:
+        self.placer, self.attempt, self.fwk = placer, attempt, attempt.fwk
         self.table = placer.cache.table
         self.by_leaf: dict[GroupKey | None, list[PodInfo]] = {}
-        for m in members:
+        for m in attempt.members:
             ref = group_ref_of(m.pod)
             self.by_leaf.setdefault(ref.key if ref is not None else None, []).append(m)
-        self.counts: dict[GroupKey, int] = dict(before)
+        self.counts: dict[GroupKey, int] = dict(attempt.before)
         self.placed: list[Member] = []
         self.failures: list[Failure] = []
 
@@ -97,7 +85,8 @@ class _Walk:
         subs = [s for s in subs if all(bool(s.nodes[slot]) for slot in pinned)]
         need = required_pods(node) - sum(self.counts.get(leaf.key, 0) for leaf in node.leaves())
         if pods and need > 0:
-            bounds = capacity_of(self.fwk, self.placer.gang.algorithm, pods).bounds(
+            algorithm, group = self.placer.gang.algorithm, self.attempt.group
+            bounds = capacity_of(self.fwk, algorithm, pods, group).bounds(
                 self.table, domain.nodes, subs
             )
             subs = [s for s, b in zip(subs, bounds, strict=True) if b >= need]
@@ -118,7 +107,9 @@ class _Walk:
         if not node.composite:
             members = self.by_leaf.get(node.key, [])
             if members:
-                placed, failures = self.placer.gang.place_within(self.fwk, members, domain.nodes)
+                placed, failures = self.placer.gang.place_within(
+                    self.attempt, members, domain.nodes
+                )
                 self.placed.extend(placed)
                 self.failures.extend(failures)
                 self.counts[node.key] = self.counts.get(node.key, 0) + len(placed)

@@ -14,33 +14,32 @@
    failure.
 
 What it places stays placed (assumed and reserved) for the caller to admit or
-revert.
+revert. Every member's cycle state reaches the attempt's shared area
+(``GroupAttempt.group``), and the nodes a member may take (a placement's, KEP-5732)
+are passed down as an argument, never remembered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from troupe.api.cycle import CycleState
-from troupe.api.framework import Diagnosis
-from troupe.api.gangs import GangPolicy, GroupRef
 from troupe.api.nodetable import BoolArray, summable
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
-from troupe.scheduler.cycle.algorithm import PodAlgorithm
+from troupe.scheduler.cycle.algorithm import PodAlgorithm, pre_filter_mask
 from troupe.scheduler.cycle.batch_placer import BatchPlacer, runs
 from troupe.scheduler.cycle.results import CycleFailure, ScheduleResult
 from troupe.scheduler.framework.runtime import Framework
+from troupe.scheduler.gangs.attempt import Failure, GroupAttempt, Placement
 from troupe.scheduler.gangs.directory import GangDirectory
 
-Failure = tuple[PodInfo, Status, Diagnosis | None]
 _NO_NODE = Status.unschedulable("no node named for it")
 
 
-def member_order(members: list[PodInfo]) -> list[PodInfo]:
+def member_order(members: Sequence[PodInfo]) -> list[PodInfo]:
     """Largest requests first; identical members adjacent (KEP-4671 signatures)."""
     return sorted(
         members,
@@ -53,13 +52,6 @@ def member_order(members: list[PodInfo]) -> list[PodInfo]:
     )
 
 
-@dataclass(slots=True)
-class Placement:
-    info: PodInfo
-    state: CycleState
-    result: ScheduleResult
-
-
 class GangPlacer:
     def __init__(
         self, algorithm: PodAlgorithm, groups: GangDirectory, *, batching: bool = True
@@ -70,59 +62,48 @@ class GangPlacer:
         # Place runs of identical members as a batch (troupe.scheduler.cycle.batch_placer).
         self.batching = batching
 
-    def place(
-        self,
-        fwk: Framework,
-        ref: GroupRef,
-        policy: GangPolicy,
-        members: list[PodInfo],
-        already: int,
-    ) -> tuple[list[Placement], list[Failure], str]:
+    def place(self, attempt: GroupAttempt) -> tuple[list[Placement], list[Failure], str]:
         """Place what fits; returns (placements, failures, minResources shortfall)."""
-        shortfall = self.min_resources_shortfall(ref, policy, already)
-        placed: list[Placement] = []
-        failures: list[Failure] = []
+        shortfall = self.min_resources_shortfall(attempt)
         if shortfall:
-            return placed, failures, shortfall
-        placed, failures = self.place_within(fwk, members, None)
+            return [], [], shortfall
+        placed, failures = self.place_within(attempt, attempt.members, None)
         return placed, failures, ""
 
     def place_within(
         self,
-        fwk: Framework,
-        members: list[PodInfo],
+        attempt: GroupAttempt,
+        members: Sequence[PodInfo],
         nodes: BoolArray | None,
         quorum: tuple[int, int] | None = None,
     ) -> tuple[list[Placement], list[Failure]]:
-        """Place what fits on ``nodes`` (a placement's mask; None: every node).
+        """Place what fits of ``members`` on ``nodes`` (a placement's mask; None:
+        every node).
 
         ``quorum`` = (minCount, members counted before): PlacementFeasible is asked
         after every member that does not fit, and the evaluation stops once the
         quorum can no longer be reached (KEP-5732 beta early rejection)."""
         placed: list[Placement] = []
         failures: list[Failure] = []
-        algorithm = self.algorithm
-        outer = algorithm.within
-        algorithm.within = nodes
         try:
-            members = self._place_nominated(fwk, members, placed, failures)
-            self._place_members(fwk, members, placed, failures, quorum)
+            rest = self._place_nominated(attempt, members, nodes, placed, failures)
+            self._place_members(attempt, rest, nodes, placed, failures, quorum)
         except BaseException:
             # Nothing of a failed attempt stays placed.
-            self.revert(fwk, placed)
+            self.revert(attempt.fwk, placed)
             raise
-        finally:
-            algorithm.within = outer
         return placed, failures
 
     def _place_members(
         self,
-        fwk: Framework,
+        attempt: GroupAttempt,
         members: list[PodInfo],
+        nodes: BoolArray | None,
         placed: list[Placement],
         failures: list[Failure],
-        quorum: tuple[int, int] | None = None,
+        quorum: tuple[int, int] | None,
     ) -> None:
+        fwk = attempt.fwk
         # Existing pods' anti-affinity may tell members apart by their labels.
         with_labels = bool(self.cache.table.affinity_pods)
         tried = 0
@@ -140,14 +121,14 @@ class GangPlacer:
             batchable = self.batching
             while i < len(run):
                 if batchable and len(run) - i >= 2:
-                    done, batchable = self._place_batch(fwk, run[i:], placed, failures)
+                    done, batchable = self._place_batch(attempt, run[i:], nodes, placed, failures)
                     i += done
                     if i >= len(run):
                         break
                 info = run[i]
                 i += 1
-                state = self.algorithm.new_cycle_state()
-                result = self.algorithm.schedule_pod(fwk, state, info)
+                state = self.algorithm.new_cycle_state(attempt.group)
+                result = self.algorithm.schedule_pod(fwk, state, info, nodes)
                 if isinstance(result, CycleFailure):
                     # Identical members fail identically: no need to try the rest.
                     for same in [info, *run[i:]]:
@@ -157,8 +138,9 @@ class GangPlacer:
 
     def _place_nominated(
         self,
-        fwk: Framework,
-        members: list[PodInfo],
+        attempt: GroupAttempt,
+        members: Sequence[PodInfo],
+        nodes: BoolArray | None,
         placed: list[Placement],
         failures: list[Failure],
     ) -> list[PodInfo]:
@@ -166,26 +148,25 @@ class GangPlacer:
         there (upstream's nominated-node shortcut): the gang binds on the room its
         victims left, not on room it did not pay for. Returns the others."""
         node_of = self.algorithm.nominated_node
-        return [info for info, _ in self._place_on(fwk, members, node_of, placed, failures)]
+        missed = self._place_on(attempt, members, node_of, nodes, placed, failures)
+        return [info for info, _ in missed]
 
     def place_held(
-        self, fwk: Framework, members: list[PodInfo], nodes: Mapping[str, str]
+        self, attempt: GroupAttempt, nodes: Mapping[str, str]
     ) -> tuple[list[Placement], list[Failure]]:
         """Each member of ``nodes`` on its node, if it fits there, and nowhere else;
         members not in ``nodes`` are left alone (a gang held to the placement its
         preemption paid for, ``troupe.scheduler.gangs.preemption``)."""
         placed: list[Placement] = []
         failures: list[Failure] = []
-        held = [info for info in members if info.key in nodes]
-        outer = self.algorithm.within
-        self.algorithm.within = None
+        held = [info for info in attempt.members if info.key in nodes]
         try:
-            missed = self._place_on(fwk, held, lambda info: nodes[info.key], placed, failures)
+            missed = self._place_on(
+                attempt, held, lambda info: nodes[info.key], None, placed, failures
+            )
         except BaseException:
-            self.revert(fwk, placed)
+            self.revert(attempt.fwk, placed)
             raise
-        finally:
-            self.algorithm.within = outer
         for info, status in missed:
             if status.code is not Code.ERROR:
                 status = status.wrapped("on the node its gang's preemption nominated")
@@ -194,9 +175,10 @@ class GangPlacer:
 
     def _place_on(
         self,
-        fwk: Framework,
-        members: list[PodInfo],
+        attempt: GroupAttempt,
+        members: Sequence[PodInfo],
         node_of: Callable[[PodInfo], str | None],
+        within: BoolArray | None,
         placed: list[Placement],
         failures: list[Failure],
     ) -> list[tuple[PodInfo, Status]]:
@@ -208,32 +190,32 @@ class GangPlacer:
             if not node:
                 missed.append((info, _NO_NODE))
                 continue
-            state, status = self._fits_on(fwk, info, node)
+            state, status = self._fits_on(attempt, info, node, within)
             if state is None:
                 missed.append((info, status))
                 continue
             result = ScheduleResult(node, 1, 1)
-            self._reserve(fwk, Placement(info, state, result), placed, failures)
+            self._reserve(attempt.fwk, Placement(info, state, result), placed, failures)
         return missed
 
     def _fits_on(
-        self, fwk: Framework, info: PodInfo, node: str
+        self, attempt: GroupAttempt, info: PodInfo, node: str, within: BoolArray | None
     ) -> tuple[CycleState | None, Status]:
         """The member's cycle state if it passes PreFilter and Filter on ``node`` (and
-        ``node`` is inside the placement being tried); else None and why not (in words
-        that do not name the node, so that members' reasons group)."""
-        table = self.cache.table
+        ``node`` is inside ``within``, the placement being tried); else None and why
+        not (in words that do not name the node, so that members' reasons group)."""
+        fwk, table = attempt.fwk, self.cache.table
         slot = table.slot(node)
-        within = self.algorithm.within
         if slot is None or not table.present[slot]:
             return None, Status.unschedulable("the node is gone")
         if within is not None and not within[slot]:
             return None, Status.unschedulable("the node is outside the placement")
-        state = self.algorithm.new_cycle_state()
+        state = self.algorithm.new_cycle_state(attempt.group)
         pre, status = fwk.run_pre_filter(state, info, table)
         if not status.is_success:
             return None, status
-        if pre is not None and pre.node_names is not None and node not in pre.node_names:
+        allowed = pre_filter_mask(table, pre)
+        if allowed is not None and not allowed[slot]:
             return None, Status.unschedulable("PreFilter leaves the node out")
         only = np.zeros(table.capacity, dtype=bool)
         only[slot] = True
@@ -253,14 +235,15 @@ class GangPlacer:
 
     def _place_batch(
         self,
-        fwk: Framework,
+        attempt: GroupAttempt,
         run: list[PodInfo],
+        nodes: BoolArray | None,
         placed: list[Placement],
         failures: list[Failure],
     ) -> tuple[int, bool]:
         """Place members of ``run`` as a batch while candidates last: (how many it
         placed, whether batching applies to this run at all)."""
-        batch = BatchPlacer(self.algorithm, fwk)
+        batch = BatchPlacer(self.algorithm, attempt.fwk, within=nodes, group=attempt.group)
         if not batch.start(run[0]):
             return 0, False
         done = 0
@@ -270,7 +253,8 @@ class GangPlacer:
                 break
             result, state = got
             done += 1
-            self._reserve(fwk, Placement(info, state, result), placed, failures, assumed=True)
+            p = Placement(info, state, result)
+            self._reserve(attempt.fwk, p, placed, failures, assumed=True)
         return done, True
 
     def _reserve(
@@ -291,12 +275,13 @@ class GangPlacer:
             return
         placed.append(p)
 
-    def min_resources_shortfall(self, ref: GroupRef, policy: GangPolicy, already: int) -> str:
+    def min_resources_shortfall(self, attempt: GroupAttempt) -> str:
         """scheduler-plugins ``CheckClusterResource``: the cluster's free capacity plus
         what the group's own bound and assumed members hold must cover
         ``minResources``. A group that already has its quorum is not checked again
         (scheduler-plugins skips the check for a permitted group): its late members
         are scheduled like the rest of a running gang."""
+        ref, policy, already = attempt.ref, attempt.policy, attempt.already
         if not policy.min_resources or already >= policy.min_count:
             return ""
         table = self.cache.table

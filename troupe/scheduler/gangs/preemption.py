@@ -32,19 +32,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from troupe.api.cycle import CycleState
 from troupe.api.framework import DisruptionPlan, GroupEvaluation, GroupPreemptor
-from troupe.api.gangs import GangPolicy, GroupKey, GroupRef
-from troupe.api.podinfo import PodInfo
+from troupe.api.gangs import GroupKey, GroupRef
 from troupe.api.preemption import NOT_ELIGIBLE_NEVER
 from troupe.api.status import Code
 from troupe.queue.entity import QueuedGroupInfo
 from troupe.scheduler.cache import Cache
 from troupe.scheduler.cycle.evictions import Preemptions
 from troupe.scheduler.cycle.failure import failure_message
-from troupe.scheduler.framework.runtime import Framework
+from troupe.scheduler.gangs.attempt import GroupAttempt, PreemptionOutcome
 from troupe.scheduler.gangs.directory import GangDirectory
 
 # How much longer than its victims' longest grace period a gang is held to its
@@ -52,18 +50,8 @@ from troupe.scheduler.gangs.directory import GangDirectory
 HOLD_SLACK_SECONDS = 30.0
 DEFAULT_GRACE_SECONDS = 30
 
-Result = Literal["preempted", "unschedulable", "rejected", "waiting", "never", "error"]
-
 # (member key -> node) of a placement reaching quorum, or None; and members placed.
-PlaceFn = Callable[[Framework, QueuedGroupInfo, GangPolicy, list[PodInfo], int], GroupEvaluation]
-
-
-@dataclass(frozen=True, slots=True)
-class PreemptionOutcome:
-    result: Result
-    # What the gang's members and group are told, after the placement's own reasons.
-    message: str
-    plan: DisruptionPlan | None = None
+PlaceFn = Callable[[GroupAttempt], GroupEvaluation]
 
 
 @dataclass(slots=True)
@@ -85,7 +73,7 @@ class GangPreemption:
         groups: GangDirectory,
         new_cycle_state: Callable[[], CycleState],
         place: PlaceFn,
-        in_place: Callable[[Framework, list[PodInfo]], bool] | None = None,
+        in_place: Callable[[GroupAttempt], bool] | None = None,
         disrupted: Callable[[GroupRef, str], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -144,17 +132,11 @@ class GangPreemption:
             if now >= pending.hold_until and not self._still_there(pending.victims):
                 del self._pending[key]
 
-    def attempt(
-        self,
-        fwk: Framework,
-        entity: QueuedGroupInfo,
-        policy: GangPolicy,
-        members: list[PodInfo],
-        already: int,
-    ) -> PreemptionOutcome | None:
+    def attempt(self, attempt: GroupAttempt) -> PreemptionOutcome | None:
         """Preempt for a gang below quorum if that makes the whole gang fit; None when
         it has nothing it could evict (or fits without evicting)."""
-        if not policy.gang or already >= policy.min_count or not fwk.pod_group_post_filter:
+        fwk, entity, policy, members = attempt.fwk, attempt.entity, attempt.policy, attempt.members
+        if not policy.gang or attempt.already >= policy.min_count or not fwk.pod_group_post_filter:
             return None
         if policy.preemption_policy == "Never" or any(
             m.pod.spec.preemption_policy == "Never" for m in members
@@ -171,15 +153,11 @@ class GangPreemption:
             entity.priority,
             policy.min_count,
             {m.key: m for m in members},
-            already,
-            in_place=self._in_place(fwk, members) if self._in_place is not None else False,
+            attempt.already,
+            in_place=self._in_place(attempt) if self._in_place is not None else False,
         )
-
-        def evaluate() -> GroupEvaluation:
-            return self._place(fwk, entity, policy, members, already)
-
         # Run "podGroupPostFilter" plugins (DefaultPreemption).
-        plan, status = fwk.group.run_pod_group_post_filter(preemptor, evaluate)
+        plan, status = fwk.group.run_pod_group_post_filter(preemptor, lambda: self._place(attempt))
         seconds = time.perf_counter() - start
         if status.code is Code.ERROR:
             self._preemptions.workload_attempt("error", seconds)
@@ -200,13 +178,14 @@ class GangPreemption:
             return PreemptionOutcome(
                 "rejected", f"preemption refused: {failure_message(permit, None)}"
             )
-        return self._carry_out(fwk, entity, plan, seconds)
+        return self._carry_out(attempt, plan, seconds)
 
     def _carry_out(
-        self, fwk: Framework, entity: QueuedGroupInfo, plan: DisruptionPlan, seconds: float
+        self, attempt: GroupAttempt, plan: DisruptionPlan, seconds: float
     ) -> PreemptionOutcome:
         """The plan is permitted: hold the gang to its nominated nodes and evict the
         victims (victim groups evicted whole are told so)."""
+        fwk, entity = attempt.fwk, attempt.entity
         self._preemptions.workload_attempt("preempted", seconds, plan.reprieved)
         grace = max(
             (

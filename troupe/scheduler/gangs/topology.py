@@ -33,16 +33,15 @@ import numpy as np
 
 from troupe.api.framework import GroupEvaluation, Placement, PlacementAssignment
 from troupe.api.gangs import GangPolicy, GroupRef
-from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.api.topology import TopologyLevels, short_name
-from troupe.queue.entity import QueuedGroupInfo
 from troupe.scheduler.framework.runtime import Framework
+from troupe.scheduler.gangs.attempt import Failure, GroupAttempt
+from troupe.scheduler.gangs.attempt import Placement as Member
 from troupe.scheduler.gangs.capacity import Capacity, capacity_of
 from troupe.scheduler.gangs.composite_topology import CompositePlacer, has_topology
 from troupe.scheduler.gangs.directory import GangDirectory
-from troupe.scheduler.gangs.placement import Failure, GangPlacer
-from troupe.scheduler.gangs.placement import Placement as Member
+from troupe.scheduler.gangs.placement import GangPlacer
 
 # Below this many nodes over all placements every feasible placement is scored.
 MIN_NODES_FOR_PLACEMENT_LIMIT = 100
@@ -88,77 +87,54 @@ class TopologyPlacer:
             return fwk.placement_levels.levels(ref.api, policy.topology)
         return policy.topology
 
-    def place(
-        self,
-        fwk: Framework,
-        ref: GroupRef,
-        policy: GangPolicy,
-        members: list[PodInfo],
-        already: int,
-    ) -> TopologyAttempt:
+    def place(self, attempt: GroupAttempt) -> TopologyAttempt:
+        fwk, policy = attempt.fwk, attempt.policy
         tree = policy.tree
         if tree is not None and fwk.placement_generate and has_topology(tree):
-            placed, failures = self.composites.place(
-                fwk, tree, members, self.groups.leaf_placed(tree)
-            )
+            placed, failures = self.composites.place(attempt, tree)
             return TopologyAttempt(placed, failures, levels=tree.topology)
-        levels = self.levels(fwk, ref, policy) if tree is None else TopologyLevels()
+        levels = self.levels(fwk, attempt.ref, policy) if tree is None else TopologyLevels()
         if not levels:
-            placed, failures, shortfall = self.gang.place(fwk, ref, policy, members, already)
+            placed, failures, shortfall = self.gang.place(attempt)
             return TopologyAttempt(placed, failures, shortfall)
-        shortfall = self.gang.min_resources_shortfall(ref, policy, already)
+        shortfall = self.gang.min_resources_shortfall(attempt)
         if shortfall:
             return TopologyAttempt([], [], shortfall, levels=levels)
         quorum = policy.min_count if policy.gang else 1
-        try:
-            attempt = _Attempt(self, fwk, ref, members, already, quorum, levels)
-            return attempt.run()
-        finally:
-            self.algorithm.within = None
+        return _DomainSearch(self, attempt, quorum, levels).run()
 
-    def place_quorum(
-        self,
-        fwk: Framework,
-        entity: QueuedGroupInfo,
-        policy: GangPolicy,
-        members: list[PodInfo],
-        already: int,
-    ) -> GroupEvaluation:
+    def place_quorum(self, attempt: GroupAttempt) -> GroupEvaluation:
         """Where the members would go as the table stands, if that reaches the quorum
         (with the group's topology), and how many were placed; nothing stays placed
         (the preemption dry run)."""
-        attempt = self.place(fwk, entity.ref, policy, members, already)
+        found = self.place(attempt)
         try:
-            count = len(attempt.placed)
-            if attempt.shortfall or already + count < policy.min_count:
+            count = len(found.placed)
+            if found.shortfall or attempt.already + count < attempt.policy.min_count:
                 return None, count
-            return {p.info.key: p.result.node for p in attempt.placed}, count
+            return {p.info.key: p.result.node for p in found.placed}, count
         finally:
-            self.gang.revert(fwk, attempt.placed)
+            self.gang.revert(attempt.fwk, found.placed)
 
-    def in_place(self, fwk: Framework, members: list[PodInfo]) -> bool:
+    def in_place(self, attempt: GroupAttempt) -> bool:
         """Whether only resources and host ports can change the members' verdicts."""
-        return capacity_of(fwk, self.algorithm, members).modelled
+        return capacity_of(attempt.fwk, self.algorithm, attempt.members, attempt.group).modelled
 
 
-class _Attempt:
-    """One topology attempt of one gang (the state it shares between its steps)."""
+class _DomainSearch:
+    """The search for a gang's domain in one attempt (the state its steps share)."""
 
     def __init__(
-        self,
-        placer: TopologyPlacer,
-        fwk: Framework,
-        ref: GroupRef,
-        members: list[PodInfo],
-        already: int,
-        quorum: int,
-        levels: TopologyLevels,
+        self, placer: TopologyPlacer, attempt: GroupAttempt, quorum: int, levels: TopologyLevels
     ) -> None:
-        self.placer, self.fwk, self.ref = placer, fwk, ref
+        self.placer, self.attempt, self.fwk, self.ref = placer, attempt, attempt.fwk, attempt.ref
         self.gang = placer.gang
         self.table = placer.cache.table
-        self.members, self.already, self.quorum, self.levels = members, already, quorum, levels
-        self.capacity: Capacity = capacity_of(fwk, placer.algorithm, members)
+        self.members, self.already = attempt.members, attempt.already
+        self.quorum, self.levels = quorum, levels
+        self.capacity: Capacity = capacity_of(
+            self.fwk, placer.algorithm, self.members, attempt.group
+        )
         self.pinned = self._pinned()
 
     # --- the steps ---------------------------------------------------------------------
@@ -302,7 +278,7 @@ class _Attempt:
 
     def _try(self, nodes: np.ndarray, *, early: bool) -> tuple[list[Member], list[Failure]]:
         quorum = (self.quorum, self.already) if early else None
-        return self.gang.place_within(self.fwk, self.members, nodes, quorum)
+        return self.gang.place_within(self.attempt, self.members, nodes, quorum)
 
     def _generate(self, key: str, parent: Placement) -> tuple[list[Placement], Status]:
         for _, plugin in self.fwk.placement_generate:

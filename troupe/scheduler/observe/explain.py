@@ -2,9 +2,10 @@
 
 The failure paths record a structured diagnosis here next to the message they write
 to the pod's condition and events: ``FailureReporter.report`` for a pod scheduled on
-its own, ``GroupCycle._reject`` for a gang (every member's diagnosis, the quorum, the
-minResources shortfall and what preemption did). ``/debug/troupe/explain`` serves
-them (``troupe.kube.health``).
+its own, the group cycle's submit step (``troupe.scheduler.gangs.submit``) for a gang
+(every member's diagnosis, the quorum, the minResources shortfall and what preemption
+did). Both are typed values (``troupe.api.diagnosis``), kept here as the JSON
+objects ``/debug/troupe/explain`` serves (``troupe.kube.health``).
 
 Memory is bounded by what is pending: an entry is dropped when its pod is bound or
 deleted, or its group admitted or deleted, and the store never holds more than
@@ -17,6 +18,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from troupe.api.diagnosis import GroupDiagnosis, MemberDiagnosis, PodDiagnosis
 from troupe.api.framework import Diagnosis
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
@@ -24,35 +26,6 @@ from troupe.api.status import Code, Status
 Record = dict[str, Any]
 
 DEFAULT_LIMIT = 20000
-
-
-def member_entry(
-    info: PodInfo, status: Status | None, diagnosis: Diagnosis | None, reason: str, message: str
-) -> Record:
-    """One member's (or lone pod's) part of a diagnosis: which extension point and
-    plugin rejected it on how many nodes, and the FitError reasons."""
-    rejections: list[Record] = []
-    if diagnosis is not None:
-        for point_plugin, n in sorted(diagnosis.plugin_counts.items(), key=lambda i: -i[1]):
-            point, _, plugin = point_plugin.partition("/")
-            rejections.append({"extensionPoint": point, "plugin": plugin, "nodes": n})
-    if status is not None and status.plugin and not rejections and not status.is_success:
-        point = status.point or "Filter"
-        rejections.append({"extensionPoint": point, "plugin": status.plugin, "nodes": 0})
-    return {
-        "pod": info.key,
-        "reason": reason,
-        "code": status.code.name if status is not None else "",
-        "message": message,
-        "nodes": diagnosis.num_nodes if diagnosis is not None else 0,
-        "rejections": rejections,
-        "reasons": dict(
-            sorted((diagnosis.reason_counts if diagnosis else {}).items(), key=lambda i: -i[1])
-        ),
-        "preFilter": diagnosis.pre_filter_message if diagnosis is not None else "",
-        "postFilter": diagnosis.post_filter_message if diagnosis is not None else "",
-        "requests": dict(info.requests),
-    }
 
 
 class Explanations:
@@ -80,23 +53,21 @@ class Explanations:
         nominated_node_name: str | None = None,
     ) -> None:
         reason = "SchedulerError" if status.code is Code.ERROR else "Unschedulable"
-        record: Record = {
-            "kind": "pod",
-            "name": info.key,
-            "time": time.time(),
-            "message": message,
-            "members": [member_entry(info, status, diagnosis, reason, message)],
-            "nominatedNodeName": nominated_node_name or "",
-        }
-        self._put(self._pods, info.key, record, self.limit)
+        record = PodDiagnosis(
+            info.key,
+            time.time(),
+            message,
+            MemberDiagnosis.of(info, status, diagnosis, reason, message),
+            nominated_node_name or "",
+        )
+        self._put(self._pods, info.key, record.wire(), self.limit)
 
-    def group_failed(self, key: str, record: Record) -> None:
-        """``record``: built by the group cycle (kind "podgroup", "group", "quorum",
-        "members", "preemption", ...). Its members' pod entries point to it."""
-        record.setdefault("time", time.time())
-        self._put(self._groups, key, record, self.limit)
-        for member in record.get("members", ()):
-            self._put(self._pods, member["pod"], {"group": key}, self.limit)
+    def group_failed(self, diagnosis: GroupDiagnosis) -> None:
+        """A group's attempt failed; its members' pod entries point to it."""
+        key = diagnosis.key
+        self._put(self._groups, key, diagnosis.wire(), self.limit)
+        for member in diagnosis.members:
+            self._put(self._pods, member.pod, {"group": key}, self.limit)
 
     def pod_gone(self, key: str) -> None:
         """The pod was bound or deleted."""

@@ -37,11 +37,13 @@ from troupe.scheduler.framework.runtime import Framework
 from troupe.scheduler.framework.waiting_pods import WaitingPods
 from troupe.scheduler.gangs.admission import GangAdmission
 from troupe.scheduler.gangs.directory import GangDirectory
+from troupe.scheduler.gangs.group_algorithm import GroupAlgorithm
 from troupe.scheduler.gangs.group_cycle import GroupCycle
 from troupe.scheduler.gangs.placement import GangPlacer
 from troupe.scheduler.gangs.preemption import GangPreemption
 from troupe.scheduler.gangs.recovery import GangRecovery
 from troupe.scheduler.gangs.report import GangReporter
+from troupe.scheduler.gangs.submit import GroupSubmit
 from troupe.scheduler.gangs.timeouts import GangTimeouts
 from troupe.scheduler.gangs.topology import TopologyPlacer
 from troupe.scheduler.loop.profiles import Profiles
@@ -367,14 +369,17 @@ class _Gangs:
             groups=groups,
             queue=queue,
             cache=core.cache,
-            placer=placer,
-            topology=topology,
-            preemption=preemption,
-            admission=admission,
-            waiting=core.waiting,
-            bindings=core.bindings,
+            algorithm=GroupAlgorithm(
+                placer=placer, topology=topology, preemption=preemption, waiting=core.waiting
+            ),
+            submit=GroupSubmit(
+                queue=queue,
+                admission=admission,
+                preemption=preemption,
+                stats=core.stats,
+                report=report,
+                explanations=pods.explanations,
+            ),
             stats=core.stats,
-            report=report,
             held=self.recovery.holds,
-            explanations=pods.explanations,
         )
