@@ -1,9 +1,20 @@
 """A gang admitted to binding: its members' binding cycles, and how the gang ends.
 
-The group cycle (``troupe.scheduler.gangs.group_cycle``) admits a gang whose quorum
-is placed and permitted, and hands each placed member to ``GangAdmission.bind`` in
-an owned binding task. Each member goes through the ordinary binding steps
-(``troupe.scheduler.cycle.binding_cycle``: WaitOnPermit, PreBind, Bind, PostBind).
+The group cycle's submit step (``troupe.scheduler.gangs.submit``) admits a gang
+whose quorum is placed and permitted with ``GangAdmission.admit``. Its members go
+through the ordinary binding steps (``troupe.scheduler.cycle.binding_cycle``) with a
+barrier after PreBind:
+
+1. every member runs WaitOnPermit and PreBind in a binding slot of its own
+   (concurrently, as slots allow; the slot is given back when its PreBind ends);
+2. only when every member's PreBind has succeeded does any member go on to Bind
+   (and PostBind), each in a binding slot again. If any member's PreBind fails (a
+   plugin's failure or timeout, the member's node deleted, ...), no member is bound:
+   every member is unreserved and forgotten, in reverse order of placement, and the
+   gang goes back to the queue with backoff, as for a failed binding below.
+
+Volumes and devices a PreBind provisions or allocates for one member are thus
+never half-used by a gang that did not get them all.
 
 Binding N pods is not atomic in Kubernetes. If a binding fails for good (the API
 refuses it) and the group falls below quorum, the admission is *broken*: members
@@ -29,6 +40,7 @@ from troupe.api.client import ApiError
 from troupe.api.composite import GroupNode
 from troupe.api.events import ASSIGNED_POD_DELETE
 from troupe.api.gangs import GroupRef
+from troupe.api.status import Code, Status
 from troupe.queue.entity import QueuedGroupInfo
 from troupe.queue.scheduling_queue import SchedulingQueue
 from troupe.scheduler.cycle.binding_cycle import BindingCycle
@@ -63,6 +75,10 @@ class Admission:
     released: list[str] = field(default_factory=list)
     # A CompositePodGroup's tree: its quorum is per level, not a pod count.
     tree: GroupNode | None = None
+    # The members, in the order they were placed (undone in reverse).
+    placed: list[Placement] = field(default_factory=list)
+    # Each member's WaitOnPermit and PreBind outcome, as they end (the barrier).
+    pre_bound: dict[str, Status] = field(default_factory=dict)
 
     @property
     def ref(self) -> GroupRef:
@@ -86,16 +102,61 @@ class GangAdmission:
     async def admit(
         self, fwk: Framework, placed: Sequence[Placement], start: float, admission: Admission
     ) -> None:
-        """Start every placed member's binding cycle, each in a binding slot (waiting
-        for one when every slot is taken)."""
+        """Run every placed member's PreBind, each in a binding slot (waiting for one
+        when every slot is taken); Bind follows once all of them have succeeded."""
+        admission.placed = list(placed)
         for p in placed:
             await self.binding.bindings.acquire()
-            self.spawn(fwk, p, start, admission)
+            key, node = p.info.key, p.result.node
+            admission.nodes[key] = node
+            self.binding.spawn(self._pre_bind(fwk, p, start, admission), key, node)
 
-    def spawn(self, fwk: Framework, p: Placement, start: float, admission: Admission) -> None:
-        """Start one member's binding cycle in the binding slot the caller holds."""
-        admission.nodes[p.info.key] = p.result.node
-        self.binding.spawn(self.bind(fwk, p, start, admission), p.info.key, p.result.node)
+    async def _pre_bind(
+        self, fwk: Framework, p: Placement, start: float, admission: Admission
+    ) -> None:
+        """One member's WaitOnPermit and PreBind; the last to end decides for all."""
+        status = await self.binding.pre_bind_steps(fwk, p.state, p.info, p.result.node)
+        admission.pre_bound[p.info.key] = status
+        if len(admission.pre_bound) < len(admission.placed):
+            return
+        failed = [(k, st) for k, st in admission.pre_bound.items() if not st.is_success]
+        if failed:
+            self._undo(fwk, admission, *failed[0])
+            return
+        # Every PreBind succeeded: Bind, in placement order, each in a slot taken anew
+        # by a task of its own (never while holding this one: no gang waits on a slot
+        # another gang holds while it waits).
+        self.binding.background.spawn(
+            self._bind_all(fwk, start, admission), name=f"bind {admission.ref.key}"
+        )
+
+    async def _bind_all(self, fwk: Framework, start: float, admission: Admission) -> None:
+        for p in admission.placed:
+            await self.binding.bindings.acquire()
+            self.binding.spawn(self.bind(fwk, p, start, admission), p.info.key, p.result.node)
+
+    def _undo(self, fwk: Framework, admission: Admission, key: str, status: Status) -> None:
+        """A member's PreBind failed: nothing is bound, every member is unreserved (last
+        placed first) and the gang is retried."""
+        why = (
+            f"gang {admission.ref.display}: PreBind of {key} failed ({status.message}); "
+            "no pod of the gang is bound, the gang is released and retried"
+        )
+        admission.broken = why
+        admission.error = status.code is Code.ERROR
+        log.warning(
+            "gang member PreBind failed", pod=key, group=admission.ref.key, error=status.message
+        )
+        for p in reversed(admission.placed):
+            self.binding.revert(fwk, p.state, p.info, p.result.node)
+            self.binding.take_called_off(p.info.key)
+            self.queue.on_event(ASSIGNED_POD_DELETE, p.info.pod, None)
+        for p in admission.placed:
+            if p.info.key == key and admission.error:
+                self.report.pod(p.info, REASON_SCHEDULER_ERROR, f"PreBind failed: {status.message}")
+            else:
+                self.report.pod(p.info, REASON_UNSCHEDULABLE, why)
+            self._settled(admission, p.info.key, released=True)
 
     def _break(self, admission: Admission, why: str, *, error: bool) -> None:
         """The gang fell below quorum: release every member not bound yet."""
@@ -117,7 +178,7 @@ class GangAdmission:
             self.report.pod(info, REASON_UNSCHEDULABLE, admission.broken)
             self._settled(admission, info.key, released=True)
             return
-        status = await binding.bind_steps(fwk, p.state, info, node)
+        status = await binding.bind_step(fwk, p.state, info, node)
         if status.is_success:
             binding.bound(fwk, p.state, info, p.result, start)
             self._settled(admission, info.key, released=False)
