@@ -81,7 +81,7 @@ async def test_members_of_one_attempt_see_what_reserve_set_aside_for_the_earlier
     await h.settle()
     # One device each: three nodes, although each node has CPU for all three.
     assert sorted(n for _, n in h.client.bindings) == ["n0", "n1", "n2"]
-    (group,) = set(map(id, plugin.groups))  # one area, shared by every member
+    assert len({id(g) for g in plugin.groups}) == 1  # one area, shared by every member
     assert all(g is not None for g in plugin.groups)
     # The attempt ended: nothing it kept outlives it.
     assert all(g is not None and g.get(PENDING) is None for g in plugin.groups)
