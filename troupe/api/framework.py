@@ -228,7 +228,13 @@ class PreFilterExtensions(Protocol):
     """Optional for PreFilter plugins that keep per-pod state in CycleState (what
     other pods use, say): preemption, which simulates taking victims off a node and
     adding nominated pods, tells them so their Filter sees the node as simulated
-    (upstream ``PreFilterExtensions.AddPod`` / ``RemovePod``)."""
+    (upstream ``PreFilterExtensions.AddPod`` / ``RemovePod``).
+
+    troupe runs PreFilter on the table as simulated (victims already off), so state
+    a plugin derives from the NodeTable is right without them; RemovePod is for
+    what it keeps elsewhere (its own caches of volumes or claims), and must ignore
+    a pod its state does not count. AddPod comes for each nominated pod added to a
+    node for a Filter check, on a copy of the state."""
 
     def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, node: str) -> Status: ...
 
@@ -546,6 +552,18 @@ class Handle(Protocol):
         with the nominated pods of equal or higher priority added (upstream
         ``RunFilterPluginsWithNominatedPods``). Preemption calls it while it has
         lower-priority pods taken off the node."""
+        ...
+
+    def take_off(self, pod: PodInfo, node: str) -> None:
+        """Preemption's simulation: take ``pod`` off ``node`` in the NodeTable until
+        ``put_back``. While it is off, the PreFilter plugins implementing
+        ``PreFilterExtensions`` are told so (RemovePod) after every PreFilter run,
+        the gang algorithm's included, and by
+        ``run_filter_plugins_with_nominated_pods``."""
+        ...
+
+    def put_back(self, pod: PodInfo, node: str) -> None:
+        """End ``take_off``: ``pod`` is on ``node`` again."""
         ...
 
     def nominated_for_node(self, pod: PodInfo, node: str) -> list[PodInfo]:

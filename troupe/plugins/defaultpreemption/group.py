@@ -52,13 +52,13 @@ def select_group_victims(
     if not units:
         # Nothing it could evict: preemption does not apply (declared as SKIP).
         return None, SKIP
-    search = _Search(table, units)
+    search = _Search(handle, units)
     # Pods already on their way out (an earlier preemption's victims) are gone for
     # this plan: their room is what the nominated pods of that preemption take, and
     # counting both would evict twice for it.
     leaving = terminating_below(table, preemptor.priority)
     for info, node in leaving:
-        table.remove_pod(info, node)
+        handle.take_off(info, node)
     try:
         search.take_off(units)
         nominated, placed = evaluate()
@@ -88,14 +88,17 @@ def select_group_victims(
     finally:
         search.restore()
         for info, node in leaving:
-            table.add_pod(info, node)
+            handle.put_back(info, node)
 
 
 class _Search:
     """The units taken off the table, and putting them back."""
 
-    def __init__(self, table: NodeTable, units: list[VictimUnit]) -> None:
-        self.table = table
+    def __init__(self, handle: Handle, units: list[VictimUnit]) -> None:
+        # Victims go off and back through the handle: PreFilter plugins that keep
+        # per-pod state are told (RemovePod) while they are off.
+        self.handle = handle
+        self.table = table = handle.table
         self.units = units
         self.off: dict[str, VictimUnit] = {}
         # What each node was asked for before anything was taken off: a node already
@@ -107,12 +110,12 @@ class _Search:
             if unit.key in self.off:
                 continue
             for info, node in unit.pods:
-                self.table.remove_pod(info, node)
+                self.handle.take_off(info, node)
             self.off[unit.key] = unit
 
     def put_back(self, unit: VictimUnit) -> None:
         for info, node in unit.pods:
-            self.table.add_pod(info, node)
+            self.handle.put_back(info, node)
         del self.off[unit.key]
 
     def off_units(self) -> list[VictimUnit]:

@@ -71,12 +71,12 @@ def select_victims_on_node(
 
     def take(unit: VictimUnit) -> None:
         for info, node in unit.pods:
-            table.remove_pod(info, node)
+            handle.take_off(info, node)
         off[unit.key] = unit
 
     def back(unit: VictimUnit) -> None:
         for info, node in unit.pods:
-            table.add_pod(info, node)
+            handle.put_back(info, node)
         del off[unit.key]
 
     try:

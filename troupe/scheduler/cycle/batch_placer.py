@@ -260,7 +260,9 @@ class BatchPlacer:
                 break
         if ok:
             # Room nominated to pods of equal or higher priority stays theirs.
-            ok = self.fwk.nominated.fits(self.fwk.filter, state, info, table, slot)
+            ok = self.fwk.nominated.fits(
+                self.fwk.filter, state, info, table, slot, self.fwk.pre_filter_extensions
+            )
         if not ok:
             self.alive[index] = False
             self.live -= 1

@@ -14,8 +14,14 @@ without; the batch pass already was the run without them.
 
 ``check_node`` serves preemption's dry runs (``Handle.run_filter_plugins_with_nominated_pods``):
 PreFilter on a fresh CycleState (the victims are off the table, so state derived
-from placed pods is recomputed rather than patched, which troupe's plugins have no
-AddPod/RemovePod extensions for), then Filter on one node with the nominated pods.
+from placed pods is recomputed rather than patched), then Filter on one node with
+the nominated pods.
+
+PreFilter plugins that keep per-pod state they do not derive from the NodeTable
+implement ``PreFilterExtensions`` (upstream ``AddPod`` / ``RemovePod``): each
+nominated pod added to a node for the check is told to them (AddPod, on a copy of
+the cycle state), and after a PreFilter run inside preemption's simulation every
+pod the simulation took off the table is (RemovePod, ``after_pre_filter``).
 
 A nominated pod already placed (assumed or bound) no longer needs its nomination;
 it is dropped here when met.
@@ -33,6 +39,7 @@ from troupe.api.framework import (
     FilterPlugin,
     FilterResult,
     FilterSlot,
+    PreFilterExtensions,
     PreFilterPlugin,
     Rejection,
 )
@@ -46,6 +53,52 @@ from troupe.scheduler.framework.messages import pre_filter_excluded_reason
 Rejected = tuple[str, FilterResult, BoolArray]
 Filters = Sequence[tuple[str, FilterPlugin]]
 PreFilters = Sequence[tuple[str, PreFilterPlugin]]
+Extensions = Sequence[tuple[str, PreFilterExtensions]]
+
+
+def add_pods(
+    extensions: Extensions, state: CycleState, pod: PodInfo, added: Sequence[PodInfo], node: str
+) -> Status:
+    """Tell every PreFilterExtensions plugin (not skipped for ``pod``) that ``added``
+    are on ``node`` (upstream ``RunPreFilterExtensionAddPod``)."""
+    for name, plugin in extensions:
+        if name in state.skip_filter_plugins:
+            continue
+        for other in added:
+            try:
+                status = plugin.add_pod(state, pod, other, node)
+            except Exception as exc:
+                return plugin_error(name, "preFilter", exc)
+            if not status.is_success:
+                return Status.from_error(
+                    RuntimeError(f'running AddPod on PreFilter plugin "{name}": {status.message}')
+                )
+    return SUCCESS
+
+
+def remove_pods(
+    extensions: Extensions,
+    state: CycleState,
+    pod: PodInfo,
+    removed: Sequence[tuple[PodInfo, str]],
+) -> Status:
+    """Tell every PreFilterExtensions plugin (not skipped for ``pod``) that each pod of
+    ``removed`` is off its node (upstream ``RunPreFilterExtensionRemovePod``)."""
+    for name, plugin in extensions:
+        if name in state.skip_filter_plugins:
+            continue
+        for other, node in removed:
+            try:
+                status = plugin.remove_pod(state, pod, other, node)
+            except Exception as exc:
+                return plugin_error(name, "preFilter", exc)
+            if not status.is_success:
+                return Status.from_error(
+                    RuntimeError(
+                        f'running RemovePod on PreFilter plugin "{name}": {status.message}'
+                    )
+                )
+    return SUCCESS
 
 
 class Nominations(Protocol):
@@ -132,28 +185,41 @@ class NominatedPods:
         table: NodeTable,
         slot: int,
         others: list[PodInfo],
+        extensions: Extensions = (),
     ) -> Status:
-        """Filter on ``slot`` with ``others`` on the node for the check."""
+        """Filter on ``slot`` with ``others`` on the node for the check (and told to
+        the PreFilterExtensions plugins, on a copy of ``state``)."""
         node = table.names[slot]
         added: list[PodInfo] = []
         try:
             for other in others:
                 if table.add_pod(other, node):
                     added.append(other)
+            if extensions:
+                state = state.clone()
+                status = add_pods(extensions, state, pod, others, node)
+                if not status.is_success:
+                    return status
             return filter_slot(filters, state, pod, table, slot)
         finally:
             for other in added:
                 table.remove_pod(other, node)
 
     def fits(
-        self, filters: Filters, state: CycleState, pod: PodInfo, table: NodeTable, slot: int
+        self,
+        filters: Filters,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        slot: int,
+        extensions: Extensions = (),
     ) -> bool:
         """Whether ``pod`` still fits on ``slot`` once its nominated pods are counted
         (True when it has none)."""
         others = self.for_node(pod, table.names[slot])
-        return (
-            not others or self.with_nominated(filters, state, pod, table, slot, others).is_success
-        )
+        if not others:
+            return True
+        return self.with_nominated(filters, state, pod, table, slot, others, extensions).is_success
 
     def adjust(
         self,
@@ -162,6 +228,7 @@ class NominatedPods:
         pod: PodInfo,
         table: NodeTable,
         feasible: BoolArray,
+        extensions: Extensions = (),
     ) -> tuple[BoolArray, list[Rejected]]:
         """``feasible`` without the nodes where the nominated pods leave no room, and
         a diagnosis entry for each such node."""
@@ -173,7 +240,7 @@ class NominatedPods:
             others = self.for_node(pod, node)
             if not others:
                 continue
-            status = self.with_nominated(filters, state, pod, table, slot, others)
+            status = self.with_nominated(filters, state, pod, table, slot, others, extensions)
             if not status.is_success:
                 failed.append((slot, status))
         if not failed:
@@ -190,10 +257,19 @@ class NominatedPods:
         return feasible, rejected
 
     def check_node(
-        self, pre_filters: PreFilters, filters: Filters, pod: PodInfo, table: NodeTable, slot: int
+        self,
+        pre_filters: PreFilters,
+        filters: Filters,
+        pod: PodInfo,
+        table: NodeTable,
+        slot: int,
+        *,
+        extensions: Extensions = (),
+        taken_off: Sequence[tuple[PodInfo, str]] = (),
     ) -> Status:
         """PreFilter (fresh state) and Filter of ``pod`` on ``slot`` as the table
-        stands, nominated pods counted."""
+        stands, nominated pods counted; ``taken_off``: the pods preemption's
+        simulation took off the table, told to the PreFilterExtensions plugins."""
         state = CycleState()
         allowed: frozenset[str] | None = None
         restricting: list[str] = []
@@ -212,9 +288,13 @@ class NominatedPods:
                 allowed = result.node_names if allowed is None else allowed & result.node_names
         if allowed is not None and table.names[slot] not in allowed:
             return Status.unresolvable(pre_filter_excluded_reason(sorted(restricting)))
+        if taken_off:
+            status = remove_pods(extensions, state, pod, taken_off)
+            if not status.is_success:
+                return status
         others = self.for_node(pod, table.names[slot])
         if others:
-            status = self.with_nominated(filters, state, pod, table, slot, others)
+            status = self.with_nominated(filters, state, pod, table, slot, others, extensions)
             if not status.is_success:
                 return status
         return filter_slot(filters, state, pod, table, slot)

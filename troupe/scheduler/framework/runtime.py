@@ -67,7 +67,7 @@ from troupe.scheduler.framework.instrument import (
     plugin_error,
     plugin_failure,
 )
-from troupe.scheduler.framework.nominated import NominatedPods
+from troupe.scheduler.framework.nominated import NominatedPods, remove_pods
 from troupe.scheduler.framework.points import capabilities, sort_plugins
 from troupe.scheduler.framework.waiting_pods import WaitingPod, WaitingPods
 
@@ -144,6 +144,10 @@ class Framework:
         self.traits = declared.traits
         self.queueing_hints = declared.queueing_hints
         self.capacity_resources = declared.capacity_resources
+        # PreFilter plugins told of pods added or removed by a simulation (AddPod,
+        # RemovePod), and the pods preemption's simulation has taken off the table.
+        self.pre_filter_extensions = declared.pre_filter_extensions
+        self._taken_off: dict[str, tuple[PodInfo, str]] = {}
         self._normalizers = declared.normalizers
         # Every other point runs through the one runner shape (framework.runners).
         self.binding = BindingRunners(points, self.observe)
@@ -188,7 +192,23 @@ class Framework:
         return self._waiting.all()
 
     def run_filter_plugins_with_nominated_pods(self, pod: PodInfo, slot: int) -> Status:
-        return self.nominated.check_node(self.pre_filter, self.filter, pod, self._table, slot)
+        return self.nominated.check_node(
+            self.pre_filter,
+            self.filter,
+            pod,
+            self._table,
+            slot,
+            extensions=self.pre_filter_extensions,
+            taken_off=list(self._taken_off.values()),
+        )
+
+    def take_off(self, pod: PodInfo, node: str) -> None:
+        self._table.remove_pod(pod, node)
+        self._taken_off[pod.key] = (pod, node)
+
+    def put_back(self, pod: PodInfo, node: str) -> None:
+        self._table.add_pod(pod, node)
+        self._taken_off.pop(pod.key, None)
 
     def nominated_for_node(self, pod: PodInfo, node: str) -> list[PodInfo]:
         return self.nominated.for_node(pod, node)
@@ -261,6 +281,11 @@ class Framework:
                     # Every restricting plugin is to blame: returned with the result.
                     status = Status.unresolvable(no_common_node(sorted(restricting)))
                     break
+        if self._taken_off and self.pre_filter_extensions and status.is_success:
+            # Inside preemption's simulation: the pods it took off, told (RemovePod).
+            status = remove_pods(
+                self.pre_filter_extensions, state, pod, list(self._taken_off.values())
+            )
         self._point_timed("PreFilter", start, status)
         if merged is None or (merged and not status.is_success):
             # No restriction, or a plugin's own rejection (that plugin alone explains it).
@@ -297,7 +322,9 @@ class Framework:
                     break
         if status.is_success and feasible.any():
             # Room promised to nominated pods of equal or higher priority is taken.
-            feasible, extra = self.nominated.adjust(self.filter, state, pod, table, feasible)
+            feasible, extra = self.nominated.adjust(
+                self.filter, state, pod, table, feasible, self.pre_filter_extensions
+            )
             rejected.extend(extra)
         self._point_timed("Filter", start, status)
         return FilterOutcome(feasible, tuple(rejected), status)
