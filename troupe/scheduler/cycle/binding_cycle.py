@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -58,33 +60,21 @@ Revert = Callable[[Framework, CycleState, PodInfo, str], None]
 """Undo a placement (``PodAlgorithm.revert``)."""
 
 
+@dataclass(eq=False, kw_only=True)
 class BindingCycle:
-    def __init__(
-        self,
-        *,
-        cache: Cache,
-        queue: SchedulingQueue,
-        waiting: WaitingPods,
-        bindings: BoundedSupervisor,
-        background: TaskSupervisor,
-        writer: BackgroundWriter,
-        failures: FailureReporter,
-        stats: AttemptStats,
-        clock: Clock,
-        revert: Revert,
-        metrics: SchedulerMetrics | None = None,
-    ) -> None:
-        self.cache = cache
-        self.queue = queue
-        self.waiting = waiting
-        self.bindings = bindings
-        self.background = background
-        self.writer = writer
-        self.failures = failures
-        self.stats = stats
-        self.clock = clock
-        self.revert = revert
-        self.metrics = metrics
+    cache: Cache
+    queue: SchedulingQueue
+    waiting: WaitingPods
+    bindings: BoundedSupervisor
+    background: TaskSupervisor
+    writer: BackgroundWriter
+    failures: FailureReporter
+    stats: AttemptStats
+    clock: Clock
+    revert: Revert
+    metrics: SchedulerMetrics | None = None
+
+    def __post_init__(self) -> None:
         # Whether the per-pod "Successfully bound" line is logged, decided at the
         # level configured when the scheduler is built: asking the logger for every
         # bound pod (a lazy proxy's attribute lookup and a call with five keywords)
@@ -273,9 +263,7 @@ class BindingCycle:
         if called_off is not None:
             return Status.unschedulable(called_off)
         status = SUCCESS
-        # The client asks this before sending a request for the pod.
-        guard = CALL_OFF.set(lambda: self._called_off.get(key))
-        try:
+        with self._sending(fwk, state, info, node):
             waiting = self.waiting.get(key)
             if waiting is not None:
                 # WaitOnPermit (already decided when this cycle waited for a slot).
@@ -287,11 +275,6 @@ class BindingCycle:
             if status.is_success:
                 # Run "prebind" plugins.
                 status = await fwk.binding.run_pre_bind(state, info, node)
-        except BaseException:
-            self.revert(fwk, state, info, node)
-            raise
-        finally:
-            CALL_OFF.reset(guard)
         why = self._called_off.get(key)
         return Status.unschedulable(why) if why is not None else status
 
@@ -306,23 +289,31 @@ class BindingCycle:
         why = self._called_off.get(key)
         if why is not None:
             return Status.unschedulable(why)
-        bound = False
-        # The client asks this before sending the binding (after its rate limiter).
-        guard = CALL_OFF.set(lambda: self._called_off.get(key))
-        try:
+        with self._sending(fwk, state, info, node):
             # Run "bind" plugins.
             status = await fwk.binding.run_bind(state, info, node)
-            bound = status.is_success
+        why = self._called_off.get(key)
+        if why is not None and not status.is_success:
+            # Called off before it was sent (or refused for that reason by the client).
+            return Status.unschedulable(why)
+        return status
+
+    @contextmanager
+    def _sending(
+        self, fwk: Framework, state: CycleState, info: PodInfo, node: str
+    ) -> Iterator[None]:
+        """Around a step that may send requests for the pod: the client asks whether
+        its binding was called off before sending (after its rate limiter); a step
+        cancelled midway unreserves and forgets the pod."""
+        key = info.key
+        guard = CALL_OFF.set(lambda: self._called_off.get(key))
+        try:
+            yield
         except BaseException:
             self.revert(fwk, state, info, node)
             raise
         finally:
             CALL_OFF.reset(guard)
-        why = self._called_off.get(key)
-        if why is not None and not bound:
-            # Called off before it was sent (or refused for that reason by the client).
-            return Status.unschedulable(why)
-        return status
 
     def bound(
         self,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import structlog
 
@@ -68,22 +69,16 @@ def group_preempted_note(ref: GroupRef, node: str) -> str:
     return f"Preempted by pod group {ref.display} on node {node}"
 
 
+@dataclass(eq=False)
 class Preemptions:
-    def __init__(
-        self,
-        client: SchedulerClient,
-        writer: BackgroundWriter,
-        queue: SchedulingQueue,
-        waiting: WaitingPods,
-        tasks: TaskSupervisor,
-        metrics: SchedulerMetrics | None = None,
-    ) -> None:
-        self._client = client
-        self._writer = writer
-        self._queue = queue
-        self._waiting = waiting
-        self._tasks = tasks
-        self._metrics = metrics
+    client: SchedulerClient
+    writer: BackgroundWriter
+    queue: SchedulingQueue
+    waiting: WaitingPods
+    tasks: TaskSupervisor
+    metrics: SchedulerMetrics | None = None
+
+    def __post_init__(self) -> None:
         # Preemptor keys (with UID) whose victims are being evicted.
         self._running: set[tuple[str, str]] = set()
 
@@ -92,8 +87,8 @@ class Preemptions:
         return (preemptor.key, preemptor.pod.metadata.uid) in self._running
 
     def attempted(self) -> None:
-        if self._metrics is not None:
-            self._metrics.preemption_attempt()
+        if self.metrics is not None:
+            self.metrics.preemption_attempt()
 
     def actuate(
         self,
@@ -107,16 +102,16 @@ class Preemptions:
         """Nominate ``preemptor`` to ``node`` and evict ``victims`` (in an owned
         task); ``by``: the plugin that chose them (a victim waiting at Permit is
         rejected in its name)."""
-        self._queue.add_nominated(preemptor, node)
+        self.queue.add_nominated(preemptor, node)
         lesser = [
             other
-            for other in self._queue.nominated_pods_for_node(node)
+            for other in self.queue.nominated_pods_for_node(node)
             if other.priority < preemptor.priority
         ]
         for other in lesser:
-            self._queue.delete_nominated(other.key)
-        if self._metrics is not None:
-            self._metrics.preemption_victims(len(victims))
+            self.queue.delete_nominated(other.key)
+        if self.metrics is not None:
+            self.metrics.preemption_victims(len(victims))
         log.info(
             "preempting",
             pod=preemptor.key,
@@ -127,7 +122,7 @@ class Preemptions:
         self._running.add(marker)
         note = preempted_note(preemptor, node)
         evictions = [(v, node, note) for v in victims]
-        self._tasks.spawn(
+        self.tasks.spawn(
             self._evict(scheduler_name, by, preemptor.key, evictions, lesser, marker),
             name=f"preempt for {preemptor.key}",
         )
@@ -147,15 +142,15 @@ class Preemptions:
         evicted as for a pod. ``in_flight_group`` holds while the calls run."""
         lesser: dict[str, PodInfo] = {}
         for key, node in plan.nominated.items():
-            self._queue.add_nominated(members[key], node)
+            self.queue.add_nominated(members[key], node)
         for node in set(plan.nominated.values()):
-            for other in self._queue.nominated_pods_for_node(node):
+            for other in self.queue.nominated_pods_for_node(node):
                 if other.priority < priority and other.key not in plan.nominated:
                     lesser[other.key] = other
         for other in lesser.values():
-            self._queue.delete_nominated(other.key)
-        if self._metrics is not None:
-            self._metrics.workload_preemption_victims(len(plan.victims))
+            self.queue.delete_nominated(other.key)
+        if self.metrics is not None:
+            self.metrics.workload_preemption_victims(len(plan.victims))
         log.info(
             "preempting for a gang",
             group=ref.key,
@@ -170,7 +165,7 @@ class Preemptions:
             evictions.append((v, node, group_preempted_note(ref, node)))
         # On a failed call, activating any member retries its gang.
         member = next(iter(plan.nominated))
-        self._tasks.spawn(
+        self.tasks.spawn(
             self._evict(scheduler_name, by, member, evictions, list(lesser.values()), marker),
             name=f"preempt for {ref.key}",
         )
@@ -180,8 +175,8 @@ class Preemptions:
         return (GROUP_MARKER + ref.key, "") in self._running
 
     def workload_attempt(self, result: str, seconds: float = 0.0, reprieved: int = 0) -> None:
-        if self._metrics is not None:
-            self._metrics.workload_preemption_attempt(result, seconds, reprieved)
+        if self.metrics is not None:
+            self.metrics.workload_preemption_attempt(result, seconds, reprieved)
 
     async def _evict(
         self,
@@ -206,12 +201,12 @@ class Preemptions:
         if not all(done):
             # The preemptor (or the gang of this member) may be stuck in the
             # unschedulable pool: try again now.
-            self._queue.activate([activate])
+            self.queue.activate([activate])
 
     async def _clear_nomination(self, pod: PodInfo) -> None:
         # Not through the coalescing writer: that would replace a pending condition.
         try:
-            await self._client.patch_pod_status(pod.pod, None, "")
+            await self.client.patch_pod_status(pod.pod, None, "")
         except ApiError as exc:
             log.warning("could not clear a nomination", pod=pod.key, err=str(exc))
 
@@ -219,7 +214,7 @@ class Preemptions:
         self, scheduler_name: str, by: str, preemptor: str, victim: PodInfo, node: str, note: str
     ) -> bool:
         """Evict one victim; False when an API call failed."""
-        waiting = self._waiting.get(victim.key)
+        waiting = self.waiting.get(victim.key)
         if waiting is not None:
             waiting.reject(by, "preempted")
         elif victim.pod.metadata.deletion_timestamp is not None:
@@ -227,10 +222,10 @@ class Preemptions:
             return True
         else:
             try:
-                await self._client.patch_pod_status(
+                await self.client.patch_pod_status(
                     victim.pod, disruption_condition(scheduler_name), None
                 )
-                await self._client.delete_pod(victim.pod)
+                await self.client.delete_pod(victim.pod)
             except ApiError as exc:
                 if exc.is_not_found:
                     return True
@@ -242,7 +237,7 @@ class Preemptions:
                     err=str(exc),
                 )
                 return False
-        self._writer.event(
+        self.writer.event(
             Event(
                 ObjectRef.of_pod(victim.pod),
                 "Normal",

@@ -10,6 +10,7 @@ the background writer; the scheduling loop never waits for them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 import structlog
@@ -41,17 +42,12 @@ def failure_message(status: Status, diagnosis: Diagnosis | None) -> str:
     return status.message or status.code.name
 
 
+@dataclass(eq=False)
 class FailureReporter:
-    def __init__(
-        self,
-        writer: BackgroundWriter,
-        queue: SchedulingQueue,
-        explanations: Explanations | None = None,
-    ) -> None:
-        self._writer = writer
-        self._queue = queue
-        # The last failed attempt of each pending pod (``troupe explain``).
-        self.explanations = explanations
+    writer: BackgroundWriter
+    queue: SchedulingQueue
+    # The last failed attempt of each pending pod (``troupe explain``).
+    explanations: Explanations | None = None
 
     def report(
         self,
@@ -77,7 +73,7 @@ class FailureReporter:
         if self.explanations is not None:
             self.explanations.pod_failed(info, status, diagnosis, message, nominated_node_name)
         # Ends the attempt too (the queue checks events seen while in flight).
-        self._queue.add_unschedulable_if_not_present(entity, cycle)
+        self.queue.add_unschedulable_if_not_present(entity, cycle)
         reason = REASON_SCHEDULER_ERROR if status.code is Code.ERROR else REASON_UNSCHEDULABLE
         if status.code is Code.ERROR:
             log.error("error scheduling pod", pod=info.key, profile=fwk.name, error=message)
@@ -87,8 +83,8 @@ class FailureReporter:
             type="PodScheduled", status="False", reason=reason, message=message
         )
         # With the condition, in one patch: the node preemption nominated ("" clears).
-        self._writer.pod_status(info.pod, condition, nominated_node_name)
-        self._writer.event(
+        self.writer.pod_status(info.pod, condition, nominated_node_name)
+        self.writer.event(
             Event(
                 ObjectRef.of_pod(info.pod),
                 "Warning",

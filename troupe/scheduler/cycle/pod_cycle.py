@@ -18,6 +18,7 @@ The cycle is synchronous up to the hand-off, so the live NodeTable is its snapsh
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from troupe.api.cycle import PODS_TO_ACTIVATE, CycleState
 from troupe.api.podinfo import PodInfo
@@ -35,28 +36,19 @@ from troupe.scheduler.observe.metrics import SchedulerMetrics
 from troupe.scheduler.observe.stats import AttemptStats
 
 
+@dataclass(eq=False, kw_only=True)
 class PodCycle:
-    def __init__(
-        self,
-        *,
-        algorithm: PodAlgorithm,
-        batches: PodBatches,
-        binding: BindingCycle,
-        queue: SchedulingQueue,
-        waiting: WaitingPods,
-        failures: FailureReporter,
-        stats: AttemptStats,
-        metrics: SchedulerMetrics | None = None,
-    ) -> None:
-        self.algorithm = algorithm
-        self.cache = algorithm.cache
-        self.batches = batches
-        self.binding = binding
-        self.queue = queue
-        self.waiting = waiting
-        self.failures = failures
-        self.stats = stats
-        self.metrics = metrics
+    algorithm: PodAlgorithm
+    batches: PodBatches
+    binding: BindingCycle
+    queue: SchedulingQueue
+    waiting: WaitingPods
+    failures: FailureReporter
+    stats: AttemptStats
+    metrics: SchedulerMetrics | None = None
+
+    def __post_init__(self) -> None:
+        self.cache = self.algorithm.cache
 
     async def run(self, fwk: Framework, entity: QueuedPodInfo, cycle: int) -> None:
         """Schedule ``entity``'s pod with ``fwk`` (the caller checked it is ours and

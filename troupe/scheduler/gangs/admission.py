@@ -85,19 +85,12 @@ class Admission:
         return self.entity.ref
 
 
+@dataclass(eq=False, kw_only=True)
 class GangAdmission:
-    def __init__(
-        self,
-        *,
-        binding: BindingCycle,
-        queue: SchedulingQueue,
-        groups: GangDirectory,
-        report: GangReporter,
-    ) -> None:
-        self.binding = binding
-        self.queue = queue
-        self.groups = groups
-        self.report = report
+    binding: BindingCycle
+    queue: SchedulingQueue
+    groups: GangDirectory
+    report: GangReporter
 
     async def admit(
         self, fwk: Framework, placed: Sequence[Placement], start: float, admission: Admission

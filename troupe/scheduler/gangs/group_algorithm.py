@@ -23,6 +23,7 @@ It does not touch the queue, bind, or tell anyone: the submit step
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from troupe.scheduler.cycle.failure import failure_message
 from troupe.scheduler.framework.waiting_pods import WaitingPods
@@ -33,19 +34,12 @@ from troupe.scheduler.gangs.preemption import GangPreemption
 from troupe.scheduler.gangs.topology import TopologyAttempt, TopologyPlacer
 
 
+@dataclass(eq=False, kw_only=True)
 class GroupAlgorithm:
-    def __init__(
-        self,
-        *,
-        placer: GangPlacer,
-        topology: TopologyPlacer,
-        preemption: GangPreemption,
-        waiting: WaitingPods,
-    ) -> None:
-        self.placer = placer
-        self.topology = topology
-        self.preemption = preemption
-        self.waiting = waiting
+    placer: GangPlacer
+    topology: TopologyPlacer
+    preemption: GangPreemption
+    waiting: WaitingPods
 
     def schedule(self, attempt: GroupAttempt) -> GroupResult:
         """Place, count and permit; every placement of a result that is not

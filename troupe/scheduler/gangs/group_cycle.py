@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from troupe.api.gangs import GroupKey
 from troupe.api.podinfo import PodInfo
@@ -42,27 +43,17 @@ from troupe.scheduler.gangs.submit import GroupSubmit
 from troupe.scheduler.observe.stats import AttemptStats
 
 
+@dataclass(eq=False, kw_only=True)
 class GroupCycle:
-    def __init__(
-        self,
-        *,
-        groups: GangDirectory,
-        queue: SchedulingQueue,
-        cache: Cache,
-        algorithm: GroupAlgorithm,
-        submit: GroupSubmit,
-        stats: AttemptStats,
-        held: Callable[[GroupKey], bool] | None = None,
-    ) -> None:
-        self.groups = groups
-        self.queue = queue
-        self.cache = cache
-        self.algorithm = algorithm
-        self.submit = submit
-        self.stats = stats
-        # Groups that must not be scheduled now (their bound members are being
-        # evicted, troupe.scheduler.gangs.recovery).
-        self.held = held
+    groups: GangDirectory
+    queue: SchedulingQueue
+    cache: Cache
+    algorithm: GroupAlgorithm
+    submit: GroupSubmit
+    stats: AttemptStats
+    # Groups that must not be scheduled now (their bound members are being
+    # evicted, troupe.scheduler.gangs.recovery).
+    held: Callable[[GroupKey], bool] | None = None
 
     async def run(self, fwk: Framework, entity: QueuedGroupInfo, cycle: int) -> None:
         """One attempt of the group; the SLI of its members follows them until bound."""

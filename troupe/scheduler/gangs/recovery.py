@@ -81,33 +81,21 @@ class _Partial:
     evicting: bool = False
 
 
+@dataclass(eq=False, kw_only=True)
 class GangRecovery:
-    def __init__(
-        self,
-        *,
-        clock: Clock,
-        queue: SchedulingQueue,
-        cache: Cache,
-        groups: GangDirectory,
-        report: GangReporter,
-        client: SchedulerClient,
-        tasks: TaskSupervisor,
-        policy_of: PolicyOf,
-        default_timeout: float,
-        metrics: SchedulerMetrics | None = None,
-        retry_interval: float = RETRY_INTERVAL,
-    ) -> None:
-        self.clock = clock
-        self.queue = queue
-        self.cache = cache
-        self.groups = groups
-        self.report = report
-        self.client = client
-        self.tasks = tasks
-        self.policy_of = policy_of
-        self.default_timeout = default_timeout
-        self.metrics = metrics
-        self.retry_interval = retry_interval
+    clock: Clock
+    queue: SchedulingQueue
+    cache: Cache
+    groups: GangDirectory
+    report: GangReporter
+    client: SchedulerClient
+    tasks: TaskSupervisor
+    policy_of: PolicyOf
+    default_timeout: float
+    metrics: SchedulerMetrics | None = None
+    retry_interval: float = RETRY_INTERVAL
+
+    def __post_init__(self) -> None:
         self._partial: dict[GroupKey, _Partial] = {}
 
     def holds(self, key: GroupKey) -> bool:

@@ -21,6 +21,7 @@ Either way the attempt's shared plugin state (``GroupAttempt.group``) ends here.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import structlog
 
@@ -44,23 +45,14 @@ from troupe.scheduler.observe.stats import AttemptStats
 log = structlog.get_logger("troupe.gang")
 
 
+@dataclass(eq=False, kw_only=True)
 class GroupSubmit:
-    def __init__(
-        self,
-        *,
-        queue: SchedulingQueue,
-        admission: GangAdmission,
-        preemption: GangPreemption,
-        stats: AttemptStats,
-        report: GangReporter,
-        explanations: Explanations | None = None,
-    ) -> None:
-        self.queue = queue
-        self.admission = admission
-        self.preemption = preemption
-        self.stats = stats
-        self.report = report
-        self.explanations = explanations
+    queue: SchedulingQueue
+    admission: GangAdmission
+    preemption: GangPreemption
+    stats: AttemptStats
+    report: GangReporter
+    explanations: Explanations | None = None
 
     async def submit(self, attempt: GroupAttempt, result: GroupResult) -> None:
         # The attempt is over: what its members' plugins shared goes with it.

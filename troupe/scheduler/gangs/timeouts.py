@@ -66,25 +66,17 @@ class _Told:
     pods: set[str] = field(default_factory=set)
 
 
+@dataclass(eq=False, kw_only=True)
 class GangTimeouts:
-    def __init__(
-        self,
-        *,
-        clock: Clock,
-        queue: SchedulingQueue,
-        groups: GangDirectory,
-        report: GangReporter,
-        default_timeout: float,
-        gate_report_after: float = GATE_REPORT_AFTER,
-        retell_interval: float = RETELL_INTERVAL,
-    ) -> None:
-        self.clock = clock
-        self.queue = queue
-        self.groups = groups
-        self.default_timeout = default_timeout
-        self.gate_report_after = gate_report_after
-        self.retell_interval = retell_interval
-        self.report = report
+    clock: Clock
+    queue: SchedulingQueue
+    groups: GangDirectory
+    report: GangReporter
+    default_timeout: float
+    gate_report_after: float = GATE_REPORT_AFTER
+    retell_interval: float = RETELL_INTERVAL
+
+    def __post_init__(self) -> None:
         self._marked: dict[GroupKey, float] = {}
         self._told: dict[GroupKey, _Told] = {}
 
