@@ -1,9 +1,11 @@
 """Gangs: the pod-group cycle and the group state the scheduler keeps.
 
-The cycle (KEP-4671): ``group_cycle`` (one attempt, all or nothing), ``placement``
-(where the members go), ``admission`` (binding an admitted gang), ``preemption``
-(KEP-5710, evicting only if the whole gang then fits), ``timeouts`` (gangs that
-wait) and ``report`` (what the members and the group are told).
+The cycle (KEP-4671): ``group_cycle`` (one attempt, all or nothing: open an
+``attempt``, decide with ``group_algorithm``, act with ``submit``), ``placement``
+and ``topology`` (where the members go), ``admission`` (binding an admitted gang,
+behind its PreBind barrier), ``preemption`` (KEP-5710, evicting only if the whole
+gang then fits), ``timeouts`` (gangs that wait), ``diagnosis`` and ``report`` (what
+the members and the group are told).
 
 The state, exported here:
 
