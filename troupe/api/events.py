@@ -4,6 +4,12 @@ Plugins declare, through ``EnqueueExtensions.events_to_register``, which cluster
 events could make a pod they rejected schedulable, with an optional hint function
 that looks at the change and answers QUEUE or SKIP. The queue (``troupe.queue``)
 calls them when the informers report an event.
+
+``Resource`` names what changed with upstream's ``EventResource`` strings. Objects a
+plugin watches (``troupe.api.watches``) are reported under their ``ObjectKind``'s
+``event_resource``: one of the members below for the kinds upstream names (volumes,
+dynamic resource allocation), ``"<resource>.<version>[.<group>]"`` for any other, so
+``ClusterEvent.resource`` is a string and a ``Resource`` member is one.
 """
 
 from __future__ import annotations
@@ -24,6 +30,20 @@ class Resource(StrEnum):
     # Not an upstream EventResource: kube-scheduler does not requeue on namespace
     # changes; troupe does, for InterPodAffinity's namespaceSelector.
     NAMESPACE = "Namespace"
+    # The objects the volume and device plugins watch (upstream EventResource names).
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "VolumeAttachment"
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
+    # Not an upstream EventResource (its DynamicResources plugin waits for the claim
+    # made from a template instead); troupe reports template changes like the others.
+    RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
     WILDCARD = "*"
 
 
@@ -57,18 +77,19 @@ class Action(Flag):
 
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
-    resource: Resource
+    # A ``Resource`` member, or the event resource of another watched kind.
+    resource: Resource | str
     action: Action
     label: str = ""
 
     def matches(self, incoming: ClusterEvent) -> bool:
         """True when a registration for ``self`` covers the ``incoming`` event."""
-        if self.resource is not Resource.WILDCARD and self.resource is not incoming.resource:
+        if self.resource is not Resource.WILDCARD and self.resource != incoming.resource:
             return False
         return bool(self.action & incoming.action)
 
     def __str__(self) -> str:
-        return self.label or f"{self.resource.value}{self.action.name}"
+        return self.label or f"{self.resource}{self.action.name}"
 
 
 class QueueingHint(Enum):
