@@ -3,16 +3,26 @@
 The scheduling engine never talks HTTP itself: binding, pod-condition patches and
 events go through ``SchedulerClient``. ``troupe.kube`` implements it
 against a Kubernetes API server; unit tests use a recording double.
+
+Plugins reach it as ``Handle.client``. Besides the scheduler's own writes it reads
+and writes any API object by its ``ObjectKind`` (``troupe.api.watches``): a PreBind
+that sets a claim's selected node or a ResourceClaim's allocation goes through
+``get_object`` / ``create_object`` / ``update_object`` / ``update_object_status`` /
+``patch_object``, with the retries, the rate limit and the leader-lease fencing of
+every other write, failing with ``ApiError`` (``is_conflict``, ``is_not_found``) or
+``WriteFenced``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol
 
 from troupe.api.objects import Pod, PodCondition
+from troupe.api.watches import ObjectKind
 
 
 class CalledOff(Exception):
@@ -87,6 +97,18 @@ class Event:
     reporting_controller: str = ""
 
 
+class PatchType(StrEnum):
+    """How ``patch_object`` patches: its value is the request's Content-Type."""
+
+    MERGE = "application/merge-patch+json"  # RFC 7386; any resource
+    STRATEGIC = "application/strategic-merge-patch+json"  # built-in kinds only
+    JSON = "application/json-patch+json"  # RFC 6902: a list of operations
+
+
+JsonPatch = Mapping[str, Any] | Sequence[Mapping[str, Any]]
+"""A merge or strategic patch (an object), or a JSON patch (a list of operations)."""
+
+
 class SchedulerClient(Protocol):
     async def bind(self, pod: Pod, node_name: str) -> None:
         """POST the binding with the pod UID as precondition. Raises ApiError."""
@@ -114,4 +136,47 @@ class SchedulerClient(Protocol):
 
     async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """JSON merge patch of any object (e.g. a PodGroup's status); returns it."""
+        ...
+
+    # --- any API object (plugins' PreBind) -------------------------------------------
+    # After a transient failure is retried, a create or an update may have landed on
+    # the attempt whose reply was lost: its 409 is then the caller's own success, so
+    # callers that care re-read the object (as upstream's PreBind re-reads on conflict).
+
+    async def get_object(self, kind: ObjectKind, name: str, namespace: str = "") -> dict[str, Any]:
+        """The object as the server has it. Raises ApiError (``is_not_found``)."""
+        ...
+
+    async def create_object(self, kind: ObjectKind, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """POST ``obj`` (in ``metadata.namespace`` for a namespaced kind); the object as
+        created. Raises ApiError (``is_conflict``: it exists already)."""
+        ...
+
+    async def update_object(
+        self, kind: ObjectKind, obj: Mapping[str, Any], *, subresource: str = ""
+    ) -> dict[str, Any]:
+        """PUT ``obj`` (named by its metadata); its ``metadata.resourceVersion`` is the
+        precondition, so a stale object raises ApiError ``is_conflict``. The object as
+        the server stored it."""
+        ...
+
+    async def update_object_status(
+        self, kind: ObjectKind, obj: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``update_object`` of the ``status`` subresource."""
+        ...
+
+    async def patch_object(
+        self,
+        kind: ObjectKind,
+        name: str,
+        patch: JsonPatch,
+        *,
+        namespace: str = "",
+        patch_type: PatchType = PatchType.MERGE,
+        subresource: str = "",
+    ) -> dict[str, Any]:
+        """PATCH the object (or its ``subresource``); the object as patched. Raises
+        ApiError (``is_not_found``; ``is_conflict`` when a ``resourceVersion`` in the
+        patch is stale)."""
         ...

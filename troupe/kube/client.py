@@ -3,7 +3,9 @@
 The binding cycle calls ``bind``; failure handling calls ``patch_pod_status`` and
 ``record_event``; preemption and gang status code call ``delete_pod``,
 ``evict_pod``, ``get_json`` and ``merge_patch``; leader election its Lease calls,
-one request each, and ``watch_lease``. Every write attempt takes a token
+one request each, and ``watch_lease``; plugins read and write any object
+through ``get_object``, ``create_object``, ``update_object``, ``update_object_status``
+and ``patch_object`` (``object_client``). Every write attempt takes a token
 from the ``clientConnection.qps/burst`` bucket and runs under the bounded retry
 policy; bodies are serialized once with compact separators and sent as bytes,
 replies are read raw (no generated model objects on the hot path).
@@ -21,12 +23,14 @@ import structlog
 from kubernetes_asyncio.client import ApiClient
 from pydantic_core import to_json
 
-from troupe.api.client import ApiError, Event, raise_if_called_off
+from troupe.api.client import ApiError, Event, JsonPatch, PatchType, raise_if_called_off
 from troupe.api.clock import Clock
 from troupe.api.objects import Pod, PodCondition
+from troupe.api.watches import ObjectKind
 from troupe.kube.events import EventPolicy, EventRecorder
 from troupe.kube.informer import Informer
 from troupe.kube.lease_record import Lease
+from troupe.kube.object_client import ObjectClient
 from troupe.kube.ratelimit import TokenBucket
 from troupe.kube.retry import RetryPolicy, is_ambiguous, with_retries
 from troupe.kube.transport import (
@@ -167,6 +171,7 @@ class KubeClient:
             policy=event_policy,
             rng=self._rng,
         )
+        self._objects = ObjectClient(self._write, self._read)
 
     # --- plumbing ---------------------------------------------------------------------
 
@@ -360,6 +365,38 @@ class KubeClient:
         )
         data = json.loads(resp.body) if resp.body else {}
         return data if isinstance(data, dict) else {}
+
+    # --- any API object (troupe.kube.object_client) ----------------------------------
+
+    async def get_object(self, kind: ObjectKind, name: str, namespace: str = "") -> dict[str, Any]:
+        return await self._objects.get_object(kind, name, namespace)
+
+    async def create_object(self, kind: ObjectKind, obj: Mapping[str, Any]) -> dict[str, Any]:
+        return await self._objects.create_object(kind, obj)
+
+    async def update_object(
+        self, kind: ObjectKind, obj: Mapping[str, Any], *, subresource: str = ""
+    ) -> dict[str, Any]:
+        return await self._objects.update_object(kind, obj, subresource=subresource)
+
+    async def update_object_status(
+        self, kind: ObjectKind, obj: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return await self._objects.update_object_status(kind, obj)
+
+    async def patch_object(
+        self,
+        kind: ObjectKind,
+        name: str,
+        patch: JsonPatch,
+        *,
+        namespace: str = "",
+        patch_type: PatchType = PatchType.MERGE,
+        subresource: str = "",
+    ) -> dict[str, Any]:
+        return await self._objects.patch_object(
+            kind, name, patch, namespace=namespace, patch_type=patch_type, subresource=subresource
+        )
 
     # --- leases (leader election) ----------------------------------------------------
     #
