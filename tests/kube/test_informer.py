@@ -282,6 +282,47 @@ def test_a_watch_event_that_does_not_parse_is_skipped_and_a_known_object_forgott
     assert inf.counters.invalid == 2 and inf.resource_version == "4"
 
 
+def _unreadable_logged(logs: list[dict[str, Any]]) -> list[str]:
+    return [
+        f"{line['object']} {line['field']}"
+        for line in logs
+        if line["event"] == "ignoring an object that does not parse"
+    ]
+
+
+def bad_list(rv: str, *bodies: dict[str, Any]) -> Any:
+    return reply(200, {"kind": "PodList", "metadata": {"resourceVersion": rv}, "items": bodies})
+
+
+async def test_an_unreadable_object_is_reported_once_per_problem(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(informer_module, "log", structlog.get_logger("troupe.kube.informer"))
+    t = FakeTransport()
+    other = bad_pod("bad", "3")
+    other["spec"]["containers"] = "none"  # another field of the wrong type
+    t.script("GET", PODS, bad_list("10", bad_pod("bad", "3")), bad_list("12", bad_pod("bad", "3")))
+    inf, rec = informer(t)
+    with structlog.testing.capture_logs() as logs:
+        await inf._list_and_reconcile()
+        inf.apply(event("MODIFIED", bad_pod("bad", "11")))  # the same problem
+        await inf._list_and_reconcile()  # a relist (after a 410) still sees it
+        assert _unreadable_logged(logs) == ["ns/bad spec.containers.0.ports"]
+        inf.apply(event("MODIFIED", other))  # a new problem is told
+        inf.apply(event("MODIFIED", pod("bad", "14")))  # readable again
+        inf.apply(event("MODIFIED", bad_pod("bad", "15")))  # and unreadable again: told
+        inf.apply(event("DELETED", bad_pod("bad", "16")))  # gone: nothing to tell
+        inf.apply(event("ADDED", bad_pod("bad", "17")))  # a new object of that name
+    assert _unreadable_logged(logs) == [
+        "ns/bad spec.containers.0.ports",
+        "ns/bad spec.containers",
+        "ns/bad spec.containers.0.ports",
+        "ns/bad spec.containers.0.ports",
+    ]
+    assert rec.calls == ["add bad@14", "delete bad@14"]
+    assert inf.counters.invalid == 7
+
+
 # --- the list/watch loop --------------------------------------------------------------------
 
 

@@ -10,10 +10,15 @@ failing its list forever. It reads legacy discovery, as client-go's
 ``GET /apis/<group>/<version>`` for the resources of each candidate; a 404 at either
 step means "not served". ``served_templates_version`` picks the version of the
 template Workloads watched beside the standalone PodGroup the same way.
+
+``served_kinds`` answers the same question for the resources plugins watch
+(``troupe.kube.object_informers``): one discovery request per group version
+(``/api/v1`` for the core group), asked only when some plugin watches something.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,6 +31,7 @@ from troupe.api.gangapi_kinds import (
     VERSIONS_OF,
 )
 from troupe.api.gangs import GangApi
+from troupe.api.watches import ObjectKind
 from troupe.kube.transport import Transport
 
 
@@ -116,3 +122,27 @@ async def serves(
         raise resp.error(f"discovery of /apis/{group_version}")
     resources = _ApiResourceList.model_validate_json(resp.body).resources
     return any(r.name == plural and r.kind == kind for r in resources)
+
+
+async def served_kinds(
+    transport: Transport, kinds: Iterable[ObjectKind], *, timeout: float = 30.0
+) -> set[ObjectKind]:
+    """Which of ``kinds`` the server serves: its discovery document for the kind's
+    group version lists the resource with that kind (a 404 for the group version means
+    none of its kinds). Raises ``ApiError`` when discovery itself fails."""
+    wanted = list(kinds)
+    served: set[ObjectKind] = set()
+    for group_version in dict.fromkeys(k.group_version for k in wanted):
+        path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
+        resp = await transport.request("GET", path, timeout=timeout)
+        if resp.status == 404:
+            continue
+        if not resp.ok:
+            raise resp.error(f"discovery of {path}")
+        listed = {
+            (r.name, r.kind) for r in _ApiResourceList.model_validate_json(resp.body).resources
+        }
+        served.update(
+            k for k in wanted if k.group_version == group_version and (k.resource, k.kind) in listed
+        )
+    return served

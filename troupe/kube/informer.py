@@ -22,9 +22,11 @@ kube-scheduler, on raw JSON:
 - one object that does not parse (a custom resource written without a schema, a
   field of a type troupe does not expect) is left out and logged with its name and
   the offending field, and counted in ``counters.invalid``; it never fails the list
-  or the watch it came in, so everything else keeps flowing. A watch event that
-  turns a known object invalid is handled as its deletion (troupe can no longer say
-  what it is).
+  or the watch it came in, so everything else keeps flowing. It is logged once per
+  problem: not again at every relist or unrelated event while it stays the same,
+  again when its problem changes or after it was readable or deleted in between. A
+  watch event that turns a known object invalid is handled as its deletion (troupe
+  can no longer say what it is).
 
 Handlers run synchronously in the informer's task; an exception in one is logged
 and counted, and the informer carries on. A ``QuantityError`` (an amount that does
@@ -155,6 +157,9 @@ class Informer(Generic[ObjT]):
         self._parse_event = event_parser(model)
         self._parse_item = cast("Callable[[object], ObjT]", cast(Any, model).model_validate)
         self.store: dict[str, ObjT] = {}
+        # Objects left out as unreadable -> the problem they were logged with.
+        self._reported: dict[str, tuple[str, str]] = {}
+        self._listed_invalid: set[str] | None = None
         self.resource_version = ""
         self.counters = InformerCounters()
         self._synced = asyncio.Event()
@@ -251,6 +256,7 @@ class Informer(Generic[ObjT]):
         items: dict[str, ObjT] = {}
         cont = ""
         rv = ""
+        self._listed_invalid = set()
         while True:
             query = {**self._selector, "limit": str(self.config.page_size)}
             if cont:
@@ -261,6 +267,7 @@ class Informer(Generic[ObjT]):
             if resp.status == 410 and cont:
                 # The continue token expired mid-list: start the list again.
                 items.clear()
+                self._listed_invalid = set()
                 cont = ""
                 continue
             if not resp.ok:
@@ -278,6 +285,10 @@ class Informer(Generic[ObjT]):
                 break
         self.counters.lists += 1
         self._last_contact = self._clock.now()
+        # What the list did not show unreadable is readable or gone: told afresh later.
+        still = self._listed_invalid
+        self._listed_invalid = None
+        self._reported = {k: v for k, v in self._reported.items() if k in still}
         self.reconcile(items)
         self.resource_version = rv
         self._synced.set()
@@ -296,18 +307,31 @@ class Informer(Generic[ObjT]):
         page.items = good
         return page
 
-    def _invalid(self, item: object, err: ValidationError) -> None:
+    def _invalid(self, item: object, err: ValidationError, *, in_event: bool = False) -> None:
         self.counters.invalid += 1
         meta = item.get("metadata") if isinstance(item, dict) else None
         meta = meta if isinstance(meta, dict) else {}
         name = str(meta.get("name", "?"))
         namespace = meta.get("namespace")
+        key = f"{namespace}/{name}" if namespace else name
         first = err.errors()[0] if err.errors() else {"loc": (), "msg": str(err)}
+        loc = first["loc"]
+        if in_event and loc and loc[0] == "object":
+            loc = loc[1:]  # where in the object, not in the watch event around it
+        field = ".".join(str(part) for part in loc)
+        # By the error's type: its message differs between a list (Python) and a
+        # watch event (JSON) for the same problem.
+        problem = (field, str(first.get("type", first["msg"])))
+        if self._listed_invalid is not None:
+            self._listed_invalid.add(key)
+        if self._reported.get(key) == problem:
+            return  # told already; it has not changed
+        self._reported[key] = problem
         log.error(
             "ignoring an object that does not parse",
             informer=self.name,
-            object=f"{namespace}/{name}" if namespace else name,
-            field=".".join(str(part) for part in first["loc"]),
+            object=key,
+            field=field,
             error=first["msg"],
         )
 
@@ -382,6 +406,8 @@ class Informer(Generic[ObjT]):
             return
         key = self._key_of(obj)
         prev = self.store.get(key)
+        if self._reported:
+            self._reported.pop(key, None)
         if kind in ("ADDED", "MODIFIED"):
             self.store[key] = obj
             if prev is None:
@@ -406,12 +432,17 @@ class Informer(Generic[ObjT]):
         except ValueError:
             raise err from None  # not even JSON: the stream is broken, reconnect
         obj = raw.get("object") if isinstance(raw, dict) else None
-        self._invalid(obj, err)
         meta = obj.get("metadata") if isinstance(obj, dict) else None
         if not isinstance(meta, dict):
+            self._invalid(obj, err, in_event=True)
             return
         name, namespace = meta.get("name"), meta.get("namespace")
         key = f"{namespace}/{name}" if namespace else str(name)
+        if raw.get("type") == "DELETED":
+            self.counters.invalid += 1
+            self._reported.pop(key, None)  # gone: nothing left to ignore
+        else:
+            self._invalid(obj, err, in_event=True)
         prev = self.store.pop(key, None)
         if prev is not None:
             self._emit_delete(prev)
