@@ -4,16 +4,17 @@
 ``sort_plugins`` checks each against the Protocol of every point the profile puts
 it at (a clear error naming the plugin and the point otherwise) and decides, once,
 everything the runners would otherwise ask per cycle: which scorers normalize,
-which placement generator gives a group's levels, each plugin's declared traits
-and queueing hints. Protocol ``isinstance`` checks are slow, so none is left for a
-cycle to make. Upstream does the same when it builds ``frameworkImpl``.
+which placement generator gives a group's levels, each plugin's declared traits,
+queueing hints and the API objects it watches (``WatchesObjects``). Protocol
+``isinstance`` checks are slow, so none is left for a cycle to make. Upstream does
+the same when it builds ``frameworkImpl``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from troupe.api.config import PluginRef
 from troupe.api.events import ClusterEventWithHint
@@ -44,6 +45,7 @@ from troupe.api.framework import (
     ScorePlugin,
     traits_of,
 )
+from troupe.api.watches import ObjectWatch, WatchesObjects
 
 P = TypeVar("P")
 Named = list[tuple[str, P]]
@@ -87,6 +89,8 @@ class Capabilities:
     pre_filter_extensions: Named[PreFilterExtensions]
     capacity_resources: list[CapacityResources]
     queueing_hints: list[tuple[str, Sequence[ClusterEventWithHint]]]
+    # The API objects plugins watch (``troupe.api.watches``), by plugin name.
+    object_watches: list[tuple[str, ObjectWatch[Any]]]
 
 
 def sort_plugins(
@@ -158,6 +162,12 @@ def capabilities(points: PointPlugins, plugins: Mapping[str, object]) -> Capabil
             (name, plugin.events_to_register())
             for name, plugin in plugins.items()
             if isinstance(plugin, EnqueueExtensions)
+        ],
+        object_watches=[
+            (name, watch)
+            for name, plugin in plugins.items()
+            if isinstance(plugin, WatchesObjects)
+            for watch in plugin.watched_objects()
         ],
     )
 

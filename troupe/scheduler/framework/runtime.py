@@ -143,6 +143,7 @@ class Framework:
         self.placement_levels = declared.placement_levels
         self.traits = declared.traits
         self.queueing_hints = declared.queueing_hints
+        self.object_watches = declared.object_watches
         self.capacity_resources = declared.capacity_resources
         # PreFilter plugins told of pods added or removed by a simulation (AddPod,
         # RemovePod), and the pods preemption's simulation has taken off the table.

@@ -5,7 +5,9 @@ runs against the embedded cluster — the same code path, over HTTP, in both. It
 owns every task it starts (informers, the scheduling loop, the event flusher) and
 stops in order on ``stop()``: stop popping, let in-flight bindings finish within
 the grace period (cancelled ones unreserve and forget), stop the watches, close
-the connection pool.
+the connection pool. Before the first pod is popped, every informer has listed:
+pods, nodes, the served gang kinds, and one informer per resource the profiles'
+plugins watch and the cluster serves (``troupe.kube.object_informers``).
 
 Each daemon has its own Prometheus registry (``metrics_registry``: the scheduler's
 metrics plus the process collectors); ``troupe run`` and ``troupe sim --serve`` serve
@@ -32,6 +34,7 @@ from troupe.api.gangapi_kinds import GroupObject
 from troupe.api.gangs import GangApi
 from troupe.api.objects import Pod, PriorityClass
 from troupe.api.tasks import TaskSupervisor
+from troupe.api.watches import SharedWatch
 from troupe.kube import (
     EventRecorder,
     KubeClient,
@@ -42,6 +45,7 @@ from troupe.kube import (
 from troupe.kube.fence import FencedTransport, WriteFence
 from troupe.kube.gang_informers import add_gang_informers
 from troupe.kube.namespace_informer import namespace_informer
+from troupe.kube.object_informers import add_object_informers
 from troupe.kube.pdb_informer import pdb_informer
 from troupe.kube.transport import USER_AGENT, HttpTransport, observe_requests
 from troupe.plugins.registry import Registry, default_registry
@@ -110,6 +114,8 @@ class SchedulerDaemon:
         self.client: KubeClient | None = None
         self.status_controller: PodGroupStatusController | None = None
         self.gang_apis: dict[GangApi, str] = {}
+        # The resources plugins watch that the cluster serves (one informer each).
+        self.watched_objects: list[SharedWatch] = []
         self._api: object | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self.server_version = ""
@@ -160,6 +166,10 @@ class SchedulerDaemon:
             informers, self.clock, on_add=on_add, on_update=on_update, on_delete=on_delete
         )
         directory.watch_versions(self.gang_apis)
+        # The API objects the profiles' plugins watch (none: no request at all).
+        self.watched_objects = await add_object_informers(
+            informers, self.clock, wired.object_watches, handlers
+        )
         informers.start(self.tasks)
         self.tasks.spawn(client.run(), name="event series")
         if not await informers.wait_for_sync(self.sync_timeout):
@@ -177,6 +187,7 @@ class SchedulerDaemon:
             nodes=wired.cache.node_count,
             profiles=[p.scheduler_name for p in self.config.profiles],
             gangApis=sorted(self.gang_apis.values()),
+            pluginObjects=[str(w.kind) for w in self.watched_objects],
         )
         self._loop_task = asyncio.get_running_loop().create_task(
             wired.scheduler.run(), name="schedule_one loop"

@@ -3,7 +3,9 @@
 The informers call these handlers with parsed objects; the handlers keep the cache
 (assigned pods, nodes) and the queue (unassigned pods of our profiles) in step,
 and turn each change (namespace label changes included) into a ``ClusterEvent`` so
-the queue can move pods that the change may have made schedulable. Pods of other
+the queue can move pods that the change may have made schedulable. Changes of the
+API objects plugins watch arrive here as cluster events already
+(``on_object_change``, after the plugins themselves heard of them). Pods of other
 schedulers are ignored unless assigned (they consume node capacity). Terminal pods
 (Succeeded/Failed) free their capacity, as upstream's informer excludes them.
 
@@ -366,6 +368,15 @@ class ClusterEventHandlers:
 
     def on_namespace_delete(self, namespace: Namespace) -> None:
         self._queue.on_event(NAMESPACE_DELETE, namespace, None)
+
+    # --- objects plugins watch (troupe.kube.object_informers) -------------------------
+
+    def on_object_change(self, event: ClusterEvent, old: object | None, new: object | None) -> None:
+        """A watched object changed; the plugins that watch it know already. A batch
+        of pods placed before the change ends here (a plugin's verdict may depend on
+        the object), and the queue asks the plugins' queueing hints."""
+        self._batches.interrupt()
+        self._queue.on_event(event, old, new)
 
     # --- pod groups (any of the three gang APIs) ---------------------------------------
 

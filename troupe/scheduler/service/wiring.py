@@ -6,7 +6,9 @@ queue, the pod cycle, the group cycle, the binding cycle and the housekeeping pa
 each complete when built and given only the collaborators it uses, and returns them
 as ``Wired``. ``Scheduler`` (``troupe.scheduler.loop.schedule_one``) is only the loop
 over them; ``ClusterEventHandlers`` gets the narrow things it calls
-(``Wired.handlers``). ``SchedulerDaemon`` (``troupe.scheduler.service.daemon``), the
+(``Wired.handlers``), and the API objects the profiles' plugins watch are merged,
+once, into one watch per resource (``Wired.object_watches``, which the daemon starts
+informers for). ``SchedulerDaemon`` (``troupe.scheduler.service.daemon``), the
 engine tests and the in-process benchmarks all build through here.
 """
 
@@ -20,6 +22,7 @@ from troupe.api.config import ResolvedConfig
 from troupe.api.framework import NamespaceLister
 from troupe.api.pdb import PodDisruptionBudgets
 from troupe.api.tasks import TaskSupervisor, WorkerPool
+from troupe.api.watches import SharedWatch, share_watches
 from troupe.plugins.registry import Registry
 from troupe.queue.nominator import Nominator
 from troupe.queue.scheduling_queue import SchedulingQueue
@@ -90,6 +93,9 @@ class Wired:
     gang_timeouts: GangTimeouts
     gang_recovery: GangRecovery
     stats: AttemptStats
+    # One per resource the profiles' plugins watch (``troupe.api.watches``); empty
+    # when none does, and the daemon then starts nothing for them.
+    object_watches: list[SharedWatch]
 
     def handlers(self, pod_listener: PodListener | None = None) -> ClusterEventHandlers:
         """The handlers cluster events go through, with the parts they call."""
@@ -196,6 +202,11 @@ def build_scheduler(
         gang_timeouts=gangs.timeouts,
         gang_recovery=gangs.recovery,
         stats=core.stats,
+        object_watches=share_watches(
+            (f"{plugin} (profile {name})", watch)
+            for name, fwk in frameworks.items()
+            for plugin, watch in fwk.object_watches
+        ),
     )
 
 
