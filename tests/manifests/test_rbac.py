@@ -269,6 +269,13 @@ def test_the_run_exercises_the_call(recorded_run: ProductionRun, key: tuple[str,
         Call("watch", "coordination.k8s.io", "leases", "", NAMESPACE),
         Call("list", "coordination.k8s.io", "leases", "", NAMESPACE, "kube-scheduler"),
         Call("get", path="/metrics"),
+        # Storage and devices: read, and write only what PreBind writes.
+        Call("create", resource="persistentvolumes"),
+        Call("delete", resource="persistentvolumeclaims", namespace="ml", name="data"),
+        Call("delete", "resource.k8s.io", "resourceclaims", "", "ml", "gpu"),
+        Call("patch", "resource.k8s.io", "resourceclaims", "driver", "ml", "gpu"),
+        Call("update", "resource.k8s.io", "resourceslices", "", "", "slice-1"),
+        Call("update", "storage.k8s.io", "storageclasses", "", "", "fast"),
     ],
     ids=str,
 )
@@ -287,6 +294,24 @@ def _grants(rule: dict[str, Any]) -> list[Call]:
         for res in rule["resources"]
     ]
 
+
+# The kinds the volume and device plugins watch (troupe.api.watches), by API group.
+WATCHED_BY_PLUGINS: dict[str, tuple[str, ...]] = {
+    "": ("persistentvolumes", "persistentvolumeclaims"),
+    "storage.k8s.io": (
+        "storageclasses",
+        "csinodes",
+        "csidrivers",
+        "csistoragecapacities",
+        "volumeattachments",
+    ),
+    "resource.k8s.io": (
+        "resourceclaims",
+        "resourceslices",
+        "deviceclasses",
+        "resourceclaimtemplates",
+    ),
+}
 
 # Grants the recorded run does not exercise, each with the code path that needs it.
 NOT_EXERCISED: dict[tuple[str, str, str, str], str] = {
@@ -319,6 +344,44 @@ NOT_EXERCISED: dict[tuple[str, str, str, str], str] = {
         "writes events.k8s.io/v1"
     ),
     ("patch", "", "events", ""): "core/v1 Events, as create",
+    **{
+        ("get", "", "/api/*", ""): (
+            "API discovery of the core kinds plugins watch (GET /api/v1, "
+            "troupe.kube.discovery.served_kinds); no plugin of the recorded profile watches one"
+        ),
+    },
+    **{
+        (verb, group, resource, ""): (
+            f"the {resource} informer of a plugin that watches them "
+            "(troupe.kube.object_informers; the volume and device plugins), not in the "
+            "recorded profile"
+            if verb != "get"
+            else "as nodes: one-object reads (a plugin's PreBind re-reads what it writes)"
+        )
+        for group, resources in WATCHED_BY_PLUGINS.items()
+        for resource in resources
+        for verb in ("get", "list", "watch")
+    },
+    **{
+        (verb, "", resource, ""): (
+            "VolumeBinding's PreBind: a claim's selected-node annotation, a PV's claimRef "
+            "(SchedulerClient.update_object / patch_object)"
+        )
+        for resource in ("persistentvolumeclaims", "persistentvolumes")
+        for verb in ("update", "patch")
+    },
+    ("update", "resource.k8s.io", "resourceclaims", ""): (
+        "DynamicResources' PreBind adds the claim's finalizer (SchedulerClient.update_object)"
+    ),
+    **{
+        (verb, "resource.k8s.io", "resourceclaims", sub): (
+            "DynamicResources' PreBind writes status.allocation and reservedFor "
+            "(SchedulerClient.update_object_status; from 1.36 also authorized as "
+            "resourceclaims/binding)"
+        )
+        for verb in ("update", "patch")
+        for sub in ("status", "binding")
+    },
 }
 
 
@@ -366,7 +429,17 @@ CONTRACT = set().union(
     _each("get list watch", "scheduling.k8s.io", "podgroups"),
     _each("get list watch", "scheduling.k8s.io", "compositepodgroups"),
     _each("patch update", "scheduling.k8s.io", "podgroups/status"),
-    {("get", "", path, "") for path in ("/version", "/apis", "/apis/*")},
+    *(
+        _each("get list watch", group, resource)
+        for group, resources in WATCHED_BY_PLUGINS.items()
+        for resource in resources
+    ),
+    _each("update patch", "", "persistentvolumeclaims"),
+    _each("update patch", "", "persistentvolumes"),
+    _each("update", "resource.k8s.io", "resourceclaims"),
+    _each("update patch", "resource.k8s.io", "resourceclaims/status"),
+    _each("update patch", "resource.k8s.io", "resourceclaims/binding"),
+    {("get", "", path, "") for path in ("/version", "/api/*", "/apis", "/apis/*")},
 )
 
 
