@@ -1,17 +1,21 @@
 """A tiny framework Handle and scheduler client for plugin tests.
 
 Plugins only see ``troupe.api.framework.Handle``; these doubles record what the
-plugin did (bindings) and can be told to fail, so no test needs the scheduler.
+plugin did (bindings, object writes) and can be told to fail, so no test needs the
+scheduler. ``RecordingClient`` keeps API objects in memory for plugins that read and
+write them in PreBind, with the API server's 404 and 409 (``resourceVersion``)
+answers; JSON patches are left to the end-to-end tests.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from troupe.api.client import ApiError, Event
+from troupe.api.client import ApiError, Event, JsonPatch, PatchType
 from troupe.api.clock import FakeClock
 from troupe.api.cycle import CycleState
 from troupe.api.framework import (
@@ -29,6 +33,8 @@ from troupe.api.nodetable import NodeTable
 from troupe.api.objects import Pod, PodCondition
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
+from troupe.api.watches import ObjectKind
+from troupe.sim.apiserver.patch import merge_patch, strategic_merge_patch
 
 
 @dataclass
@@ -55,6 +61,77 @@ class RecordingClient:
     async def merge_patch(self, path: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         self.patches.append((path, dict(patch)))
         return dict(patch)
+
+    # --- any API object, in memory -------------------------------------------------
+
+    objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    # ("create" | "update" | "update status" | "patch", "<Kind> [ns/]name"), in order.
+    writes: list[tuple[str, str]] = field(default_factory=list)
+
+    def _stored(self, kind: ObjectKind, name: str, namespace: str) -> dict[str, Any]:
+        obj = self.objects.get((kind.group_resource, namespace, name))
+        if obj is None:
+            raise ApiError(404, f'{kind.group_resource} "{name}" not found')
+        return obj
+
+    def _put(self, kind: ObjectKind, obj: dict[str, Any], verb: str) -> dict[str, Any]:
+        meta = obj.setdefault("metadata", {})
+        meta["resourceVersion"] = str(int(meta.get("resourceVersion") or 0) + 1)
+        key = (kind.group_resource, meta.get("namespace", ""), meta["name"])
+        self.objects[key] = obj
+        self.writes.append((verb, f"{kind.kind} {'/'.join(filter(None, key[1:]))}"))
+        return copy.deepcopy(obj)
+
+    async def get_object(self, kind: ObjectKind, name: str, namespace: str = "") -> dict[str, Any]:
+        return copy.deepcopy(self._stored(kind, name, namespace))
+
+    async def create_object(self, kind: ObjectKind, obj: Mapping[str, Any]) -> dict[str, Any]:
+        new = copy.deepcopy(dict(obj))
+        meta = new.get("metadata", {})
+        if (kind.group_resource, meta.get("namespace", ""), meta["name"]) in self.objects:
+            raise ApiError(409, f'{kind.group_resource} "{meta["name"]}" already exists')
+        meta.pop("resourceVersion", None)
+        return self._put(kind, new, "create")
+
+    async def update_object(
+        self, kind: ObjectKind, obj: Mapping[str, Any], *, subresource: str = ""
+    ) -> dict[str, Any]:
+        new = copy.deepcopy(dict(obj))
+        meta = new.get("metadata", {})
+        old = self._stored(kind, meta["name"], meta.get("namespace", ""))
+        current = old["metadata"]["resourceVersion"]
+        if meta.get("resourceVersion") and meta["resourceVersion"] != current:
+            raise ApiError(409, "the object has been modified; please apply your changes")
+        meta["resourceVersion"] = current
+        if subresource == "status":  # only the status moves
+            new = {**copy.deepcopy(old), "status": new.get("status")}
+        return self._put(kind, new, f"update {subresource}".strip())
+
+    async def update_object_status(
+        self, kind: ObjectKind, obj: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return await self.update_object(kind, obj, subresource="status")
+
+    async def patch_object(
+        self,
+        kind: ObjectKind,
+        name: str,
+        patch: JsonPatch,
+        *,
+        namespace: str = "",
+        patch_type: PatchType = PatchType.MERGE,
+        subresource: str = "",
+    ) -> dict[str, Any]:
+        old = self._stored(kind, name, namespace)
+        if patch_type is PatchType.JSON or not isinstance(patch, Mapping):
+            raise NotImplementedError("JSON patches: test them against the embedded server")
+        apply = merge_patch if patch_type is PatchType.MERGE else strategic_merge_patch
+        new = apply(old, dict(patch))
+        wanted = dict(patch).get("metadata", {}).get("resourceVersion")
+        if wanted and wanted != old["metadata"]["resourceVersion"]:
+            raise ApiError(409, "the object has been modified; please apply your changes")
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        return self._put(kind, new, "patch")
 
 
 class FakeHandle:
