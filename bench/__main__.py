@@ -7,7 +7,8 @@
 ``python -m bench peer --scheduler-cmd "PATH --config {config}" [--quick]``,
 ``python -m bench simrate --nodes 5000 --existing-pods 1000 --pods 10000 --watchers 2``,
 ``python -m bench dra [--nodes 512] [--pods 64] [--per-pod 8]``,
-``python -m bench taints --nodes 5000 --values 10000 --carriers 250``."""
+``python -m bench taints --nodes 5000 --values 10000 --carriers 250``,
+``python -m bench startup [--nodes 1000] [--runs 9] [--watching N]``."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from bench import (
     scale,
     simrate,
     soak,
+    startup,
     taints,
     transport,
 )
@@ -55,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     taints.add_arguments(
         sub.add_parser("taints", help="distinct timestamp taints over time: memory, time")
     )
+    startup.add_arguments(sub.add_parser("startup", help="the daemon's start-up time"))
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
@@ -82,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         return dra.run(args)
     if args.name == "taints":
         return taints.run(args)
+    if args.name == "startup":
+        return startup.run(args)
     return 2
 
 
