@@ -21,6 +21,7 @@ import pytest
 import structlog.testing
 from pydantic import BaseModel
 from troupe.api.client import WriteFenced
+from troupe.api.clock import RealClock
 from troupe.api.config import config_document, load_config
 from troupe.api.cycle import CycleState
 from troupe.api.events import Action, ClusterEventWithHint, QueueingHint
@@ -31,6 +32,7 @@ from troupe.api.podinfo import PodInfo
 from troupe.api.status import SUCCESS, Code, Status
 from troupe.api.watches import ObjectKind, ObjectStore, ObjectWatch, RawObject
 from troupe.kube import informer as informer_module
+from troupe.kube.fence import WriteFence
 from troupe.plugins.registry import catalog, default_registry, plugin_spec
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.sim.cluster import SimCluster
@@ -232,13 +234,15 @@ async def test_a_replica_without_the_lease_writes_nothing_in_prebind(
     cluster: SimCluster, start: Any
 ) -> None:
     bindings = Bindings(cluster)
-    holds = [True]
-    daemon = await start(fence=lambda: holds[0])
+    clock = RealClock()
+    fence = WriteFence(clock)
+    fence.open(clock.now(), 3600.0)
+    daemon = await start(fence=fence)
     cluster.store.create("configmaps", ticket("t3"))
     await eventually(
         lambda: any(len(t.tickets) for t in _plugins(daemon)), timeout=20, what="ticket seen"
     )
-    holds[0] = False  # the lease is lost (or was never held)
+    fence.close("the lease is lost")
     cluster.store.create("pods", with_ticket("fenced", "t3"))
     await eventually(
         lambda: "prefilter default/fenced sees 1 configmaps" in TicketGate.seen,
@@ -253,7 +257,8 @@ async def test_a_replica_without_the_lease_writes_nothing_in_prebind(
     assert _fenced(daemon) > 0
     assert used_by(cluster, "t3") is None
     assert "default/fenced" not in bindings.node
-    holds[0] = True  # leading again: the same PreBind now writes, and the pod binds
+    # Leading again: the same PreBind now writes, and the pod binds.
+    fence.open(clock.now(), 3600.0)
     await eventually(lambda: "default/fenced" in bindings.node, timeout=30, what="bound")
     assert used_by(cluster, "t3") == f"default/fenced on {bindings.node['default/fenced']}"
 
