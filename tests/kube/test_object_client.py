@@ -15,7 +15,7 @@ from troupe.api.client import ApiError, PatchType, WriteFenced
 from troupe.api.clock import FakeClock
 from troupe.api.watches import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, ObjectKind
 from troupe.kube import KubeClient, RetryPolicy, check_reachable, connect
-from troupe.kube.fence import FencedTransport
+from troupe.kube.fence import FencedTransport, WriteFence
 from troupe.kube.object_client import object_path
 from troupe.sim.apiserver.server import ApiServer
 
@@ -172,7 +172,7 @@ async def test_without_the_lease_no_object_write_leaves_but_reads_do() -> None:
     t = FakeTransport()
     t.script("GET", PVC, reply(200, {}))
     c = KubeClient(
-        FencedTransport(t, lambda: False),
+        FencedTransport(t, WriteFence(FakeClock())),  # never opened: no lease
         FakeClock(),
         qps=-1,
         burst=10,
