@@ -1,7 +1,7 @@
 """Each fault kind of a chaos run, injected into the embedded API server or the replicas.
 
 ``Injector.inject(kind)`` runs one fault and returns what it did, in a few words.
-API faults use ``ApiServer.faults`` (troupe/sim/apiserver/faults.py): failures and
+API faults use ``ApiServer.faults`` (troupe/sim/apiserver/harness/faults.py): failures and
 delays matching a path for a short burst, cut watches, compaction. Process faults
 go through ``Replicas`` (SIGKILL, SIGSTOP/SIGCONT of the leader). Cluster faults
 write to the store directly: nodes, PodGroups and pods deleted or changed while a
@@ -21,8 +21,8 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
-from troupe.sim.apiserver.faults import Rule
-from troupe.sim.apiserver.store import Store
+from troupe.sim.apiserver.harness.faults import Rule
+from troupe.sim.apiserver.storage.store import Store
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 

@@ -22,8 +22,8 @@ import bisect
 from dataclasses import dataclass
 from typing import Any
 
-from troupe.sim.apiserver.ledger import WriteLedger
-from troupe.sim.apiserver.store import Obj, Store
+from troupe.sim.apiserver.harness.ledger import WriteLedger
+from troupe.sim.apiserver.storage.store import Obj, Store
 
 LEASES = "leases.coordination.k8s.io"
 

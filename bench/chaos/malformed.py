@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from troupe.sim.apiserver.store import Obj
+from troupe.sim.apiserver.storage.store import Obj
 
 from bench.chaos.workload import PODGROUPS, pod, pod_group
 

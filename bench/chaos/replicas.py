@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from troupe.sim.apiserver.store import Store
+from troupe.sim.apiserver.storage.store import Store
 
 from bench.chaos.lease import Closure
 from bench.chaos.plan import Settings

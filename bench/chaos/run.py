@@ -30,7 +30,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from troupe.sim.apiserver.errors import ApiError
+from troupe.sim.apiserver.machinery.errors import ApiError
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 

@@ -47,8 +47,8 @@ from typing import Any
 
 from troupe.api.gangs import POD_GROUP_LABEL
 from troupe.api.quantity import QuantityError, to_int, to_milli
-from troupe.sim.apiserver.ledger import WriteLedger
-from troupe.sim.apiserver.store import Obj, Store
+from troupe.sim.apiserver.harness.ledger import WriteLedger
+from troupe.sim.apiserver.storage.store import Obj, Store
 
 from bench.chaos.lease import Closure, LeaseTimeline
 from bench.chaos.workload import KIND_LABEL, NAMESPACE, PODGROUPS

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from troupe.api.gangs import POD_GROUP_LABEL
-from troupe.sim.apiserver.errors import ApiError
-from troupe.sim.apiserver.store import Obj, Store
+from troupe.sim.apiserver.machinery.errors import ApiError
+from troupe.sim.apiserver.storage.store import Obj, Store
 
 from bench.chaos.plan import Settings
 

@@ -17,8 +17,8 @@ from bench.chaos.lease import LEASES, Closure, LeaseTimeline, valid_holder
 from bench.chaos.plan import FAULT_KINDS, fault_order
 from bench.chaos.verdict import INVARIANTS, Room, fit_all, identity_of, ledger_verdict, requests
 from bench.chaos.workload import pod
-from troupe.sim.apiserver.ledger import WriteLedger, WriteRecord
-from troupe.sim.apiserver.strategies import new_store
+from troupe.sim.apiserver.harness.ledger import WriteLedger, WriteRecord
+from troupe.sim.apiserver.registry.bootstrap import new_store
 
 from tests.bench.runner import ROOT
 

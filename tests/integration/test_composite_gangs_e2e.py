@@ -11,7 +11,7 @@ from typing import Any
 
 from troupe.api.gangs import GangApi, GroupRef
 from troupe.scheduler.service.daemon import SchedulerDaemon
-from troupe.sim.apiserver.binding import bind
+from troupe.sim.apiserver.registry.binding import bind
 from troupe.sim.cluster import SimCluster
 
 from tests.integration.conftest import Bindings, eventually, pod

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from troupe.kube.debug import DebugEndpointError, fetch_explanation
-from troupe.sim.apiserver.authn import TokenUsers
+from troupe.sim.apiserver.auth.authenticator import TokenUsers
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from troupe.scheduler.service.daemon import SchedulerDaemon
-from troupe.sim.apiserver.binding import bind
+from troupe.sim.apiserver.registry.binding import bind
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 

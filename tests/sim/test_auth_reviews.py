@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 from troupe.sim.apiserver import ApiServer
-from troupe.sim.apiserver.authn import TokenFileError, TokenUsers, parse_token_file
+from troupe.sim.apiserver.auth.authenticator import TokenFileError, TokenUsers, parse_token_file
 
 from tests.sim.conftest import Http, kubectl
 

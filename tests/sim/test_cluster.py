@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from troupe.api.clock import FakeClock
 from troupe.sim import NodeSpec, SimCluster
-from troupe.sim.apiserver.binding import bind
+from troupe.sim.apiserver.registry.binding import bind
 
 from tests.sim.conftest import pod
 

@@ -1,4 +1,4 @@
-"""RBAC evaluation of the embedded API server (``troupe.sim.apiserver.rbac``), as
+"""RBAC evaluation of the embedded API server (``troupe.sim.apiserver.auth.authorizer``), as
 upstream's RBAC authorizer decides: wildcards, subresources, resource names,
 non-resource URL prefixes, subjects by kind, namespaced RoleBindings, missing roles."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from troupe.sim.apiserver.rbac import Attributes, Policy, authorize, rule_allows
+from troupe.sim.apiserver.auth.authorizer import Attributes, Policy, authorize, rule_allows
 
 GROUP = "rbac.authorization.k8s.io"
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from troupe.api.clock import FakeClock
 from troupe.cli.render import render_summary
-from troupe.sim.apiserver.binding import bind
+from troupe.sim.apiserver.registry.binding import bind
 from troupe.sim.cluster import SimCluster
 from troupe.sim.manifests import GANG_KINDS, gang_manifests, pod_manifests
 from troupe.sim.nodespec import RACK_LABEL, ZONE_LABEL, NodeSpec

@@ -8,8 +8,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from troupe.sim.apiserver.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
-from troupe.sim.apiserver.selectors import (
+from troupe.sim.apiserver.machinery.patch import (
+    PatchError,
+    json_patch,
+    merge_patch,
+    strategic_merge_patch,
+)
+from troupe.sim.apiserver.machinery.selectors import (
     SelectorError,
     parse_field_selector,
     parse_label_selector,

@@ -13,8 +13,8 @@ from aiohttp.test_utils import make_mocked_request
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 from troupe.sim.apiserver import ApiServer
-from troupe.sim.apiserver.selectors import parse_field_selector, parse_label_selector
-from troupe.sim.apiserver.watch import WatchStreams, serve_watch
+from troupe.sim.apiserver.endpoints.watch import WatchStreams, serve_watch
+from troupe.sim.apiserver.machinery.selectors import parse_field_selector, parse_label_selector
 
 from tests.sim.conftest import Http, pod
 

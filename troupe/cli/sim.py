@@ -31,7 +31,7 @@ from troupe.kube.health import HealthServer
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.service.logs import configure_logging
 from troupe.sim import report
-from troupe.sim.apiserver.authn import TokenFileError, TokenUsers
+from troupe.sim.apiserver.auth.authenticator import TokenFileError, TokenUsers
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 from troupe.sim.runner import ScenarioRunner, node_spec

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from troupe.api.clock import Clock, RealClock
-from troupe.sim.apiserver.authn import TokenUsers
+from troupe.sim.apiserver.auth.authenticator import TokenUsers
+from troupe.sim.apiserver.registry.bootstrap import WORKLOAD_VERSIONS
 from troupe.sim.apiserver.server import ApiServer
-from troupe.sim.apiserver.store import Store
-from troupe.sim.apiserver.strategies import WORKLOAD_VERSIONS
+from troupe.sim.apiserver.storage.store import Store
 from troupe.sim.crds import POD_GROUP_CRD
 from troupe.sim.kubelet import HEARTBEAT_SECONDS, Kubelets
 from troupe.sim.nodespec import NodeSpec
@@ -46,7 +46,8 @@ class SimCluster:
         """``workload_versions``: the ``scheduling.k8s.io`` versions of Workload and
         PodGroup served (default: all three, as Kubernetes 1.37); ``heartbeat``: seconds
         between a node's status heartbeats (None: none); ``token_users``: the users of
-        a ``--token-auth-file`` the API server authenticates (``apiserver/authn.py``)."""
+        a ``--token-auth-file`` the API server authenticates
+        (``apiserver/auth/authenticator.py``)."""
         self.clock: Clock = clock or RealClock()
         self.server = ApiServer(
             host,

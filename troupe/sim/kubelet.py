@@ -40,9 +40,9 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from troupe.api.clock import Clock
-from troupe.sim.apiserver.errors import ApiError
-from troupe.sim.apiserver.meta import rfc3339
-from troupe.sim.apiserver.store import DELETED, MODIFIED, Obj, Store
+from troupe.sim.apiserver.machinery.errors import ApiError
+from troupe.sim.apiserver.machinery.meta import rfc3339
+from troupe.sim.apiserver.storage.store import DELETED, MODIFIED, Obj, Store
 from troupe.sim.nodespec import NodeSpec, internal_ip, node_conditions, node_info
 
 RUN_SECONDS_ANNOTATION: Final = "troupe.dev/run-seconds"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from troupe.api.gangs import POD_GROUP_LABEL
-from troupe.sim.apiserver.resources import ResourceType
+from troupe.sim.apiserver.machinery.resources import ResourceType
 from troupe.sim.cluster import SimCluster
 from troupe.sim.usage import TERMINAL_PHASES, NodeUsage, format_amount, node_usage, shown
 

@@ -20,8 +20,8 @@ import copy
 from collections.abc import Collection, Iterable
 from typing import Any, Final
 
-from troupe.sim.apiserver.errors import ApiError
-from troupe.sim.apiserver.resources import ResourceType
+from troupe.sim.apiserver.machinery.errors import ApiError
+from troupe.sim.apiserver.machinery.resources import ResourceType
 from troupe.sim.cluster import SimCluster
 from troupe.sim.outcome import key
 from troupe.sim.snapshot_file import NEVER_CAPTURED, RESOURCES, Snapshot

@@ -21,16 +21,17 @@ from typing import Any, Final
 from aiohttp import web
 
 from troupe.api.clock import Clock
-from troupe.sim.apiserver import discovery, errors, handlers, openapi
-from troupe.sim.apiserver.authn import Authenticator, TokenUsers
-from troupe.sim.apiserver.errors import ApiError, status_failure
-from troupe.sim.apiserver.events import dumps
-from troupe.sim.apiserver.faults import Faults
-from troupe.sim.apiserver.handlers import ResourceRequest, json_response
-from troupe.sim.apiserver.ledger import WriteLedger
-from troupe.sim.apiserver.reviews import Reviews
-from troupe.sim.apiserver.strategies import WORKLOAD_VERSIONS, new_store
-from troupe.sim.apiserver.watch import TRUE_VALUES, WatchStreams, serve_watch
+from troupe.sim.apiserver.auth.authenticator import Authenticator, TokenUsers
+from troupe.sim.apiserver.endpoints import discovery, handlers, openapi
+from troupe.sim.apiserver.endpoints.request import ResourceRequest, json_response, selectors
+from troupe.sim.apiserver.endpoints.reviews import Reviews
+from troupe.sim.apiserver.endpoints.watch import TRUE_VALUES, WatchStreams, serve_watch
+from troupe.sim.apiserver.harness.faults import Faults
+from troupe.sim.apiserver.harness.ledger import WriteLedger
+from troupe.sim.apiserver.machinery import errors
+from troupe.sim.apiserver.machinery.encoding import dumps
+from troupe.sim.apiserver.machinery.errors import ApiError, status_failure
+from troupe.sim.apiserver.registry.bootstrap import WORKLOAD_VERSIONS, new_store
 from troupe.sim.kubeconfig import write_kubeconfig
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class ApiServer:
         """``ssl_context`` serves HTTPS; ``token`` requires ``Authorization: Bearer <token>``
         on every request but the health probes (a static-token authenticator, so clients'
         credential handling can be checked end to end); ``token_users``: the users of a
-        ``--token-auth-file`` (``authn.py``), whose tokens are accepted too and whom
+        ``--token-auth-file`` (``auth/authenticator.py``), whose tokens are accepted too and whom
         TokenReviews answer; ``workload_versions``: which ``scheduling.k8s.io`` versions
         of Workload and PodGroup are served."""
         self.host = host
@@ -132,7 +133,7 @@ class ApiServer:
 
     def record_writes(self, lease_namespace: str, lease_name: str) -> WriteLedger:
         """Record every write accepted from now on, with its User-Agent and that Lease's
-        holder, and every accepted binding (``ledger.py``)."""
+        holder, and every accepted binding (``harness/ledger.py``)."""
         self._ledger = WriteLedger(self.store, lease_namespace, lease_name)
         return self._ledger
 
@@ -277,7 +278,7 @@ class ApiServer:
         if req.name is None:
             if method == "GET":
                 if request.query.get("watch", "") in TRUE_VALUES:
-                    labels, fields = handlers.selectors(req.rt, request.query)
+                    labels, fields = selectors(req.rt, request.query)
                     return await serve_watch(
                         request,
                         store,
