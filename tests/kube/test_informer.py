@@ -369,6 +369,23 @@ async def test_paginated_list_then_watch_from_its_resource_version() -> None:
             ),
             id="410 as an in-stream ERROR event",
         ),
+        pytest.param(
+            ScriptedWatch(
+                lines=[
+                    event(
+                        "ERROR",
+                        {
+                            "kind": "Status",
+                            "status": "Failure",
+                            "reason": "Timeout",
+                            "message": "Too large resource version: 50, current: 9",
+                            "code": 504,
+                        },
+                    )
+                ]
+            ),
+            id="504 too large resource version as an in-stream ERROR event",
+        ),
     ],
 )
 async def test_gone_relists_and_emits_only_the_difference(gone: ScriptedWatch) -> None:

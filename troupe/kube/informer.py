@@ -14,8 +14,10 @@ kube-scheduler, on raw JSON:
 - watch from the list's resourceVersion with bookmarks, ``timeoutSeconds`` jittered
   in [t, 2t) as the reflector does, and a client timeout a little longer; one
   ``validate_json`` per event line (``troupe.kube.wire``); bookmarks only advance the version;
-- ``410 Gone`` (HTTP or an in-stream ERROR) relists at once; other failures
-  reconnect after a jittered exponential backoff (reflector: 0.8 s doubling to 30 s);
+- ``410 Gone`` (HTTP or an in-stream ERROR) relists at once, and so does a 504 "Too
+  large resource version" (a server whose history is behind the version watched from,
+  as the reflector's ``isTooLargeResourceVersionError``); other failures reconnect after
+  a jittered exponential backoff (reflector: 0.8 s doubling to 30 s);
 - an object whose UID changed under the same key (deleted and recreated while we
   were not watching) is reported as delete + add, never as an update, so the cache
   never keeps the old pod's node assignment;
@@ -66,15 +68,18 @@ ObjT = TypeVar("ObjT", bound=KubeObject)
 
 
 class _Gone(Exception):
-    """The resourceVersion we watch from was compacted away: relist."""
+    """The resourceVersion we watch from was compacted away, or the server has not
+    reached it: relist."""
 
 
 _parse_status_event = event_parser(StatusObject)
+# apierrors.IsTooLargeResourceVersionError's message test (a 504 Timeout).
+_TOO_LARGE = "Too large resource version"
 
 
 def _raise_watch_error(line: bytes) -> None:
-    """Raise for an ERROR watch event: ``_Gone`` on 410, ``ResponseError`` otherwise.
-    Returns when the line is not an ERROR event."""
+    """Raise for an ERROR watch event: ``_Gone`` on 410 or a too large resourceVersion,
+    ``ResponseError`` otherwise. Returns when the line is not an ERROR event."""
     try:
         event = _parse_status_event(line)
     except ValidationError:
@@ -82,7 +87,7 @@ def _raise_watch_error(line: bytes) -> None:
     if event.type != "ERROR":
         return
     status = event.object
-    if status.code == 410:
+    if status.code == 410 or (status.code == 504 and _TOO_LARGE in status.message):
         raise _Gone
     raise ResponseError(status.code, status.message or "watch error", reason=status.reason)
 
