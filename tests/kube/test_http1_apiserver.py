@@ -44,7 +44,10 @@ class Setup:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": name, "namespace": NS, "labels": labels or {}},
-            "spec": {"schedulerName": "troupe-scheduler", "containers": [{"name": "c"}]},
+            "spec": {
+                "schedulerName": "troupe-scheduler",
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            },
         }
         resp = await self.http.request(
             "POST", f"/api/v1/namespaces/{NS}/pods", body=json.dumps(body).encode()

@@ -296,7 +296,7 @@ async def test_watch_sees_added_modified_deleted(http: Http, kind: Kind) -> None
     patch = {"metadata": {"labels": {"tier": "x"}}}
     assert (await http.patch(path, patch, "application/strategic-merge-patch+json"))[0] == 200
     assert (await http.delete(path))[0] == 200
-    events = await http.watch(kind.collection, resourceVersion=since, timeoutSeconds="0.3")
+    events = await http.watch(kind.collection, resourceVersion=since, timeoutSeconds="1")
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
         ("ADDED", kind.name),
         ("MODIFIED", kind.name),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from troupe.sim.apiserver import ApiError, ResourceType, Store
-from troupe.sim.apiserver.machinery import errors
+from troupe.sim.apiserver.machinery.content import name_is_dns_label
+from troupe.sim.apiserver.machinery.field import Cause, required
 from troupe.sim.apiserver.registry.bootstrap import new_store
 from troupe.sim.apiserver.registry.generic import GenericStrategy
 from troupe.sim.apiserver.registry.kinds import BUILTIN_KINDS, Served
@@ -15,10 +16,10 @@ WIDGETS = ResourceType("example.troupe.dev", "v1", "Widget", "widgets", True)
 
 
 class WidgetStrategy(GenericStrategy):
-    def validate(self, store: Store, rt: ResourceType, obj: Obj, subresource: str | None) -> None:
-        super().validate(store, rt, obj, subresource)
-        if "size" not in obj:
-            raise errors.invalid(rt, obj["metadata"]["name"], [("size", "FieldValueRequired", "")])
+    def causes(
+        self, store: Store, rt: ResourceType, obj: Obj, old: Obj | None, subresource: str | None
+    ) -> list[Cause]:
+        return [] if "size" in obj else [required("size")]
 
 
 def test_an_entry_is_all_a_new_kind_needs() -> None:
@@ -27,7 +28,15 @@ def test_an_entry_is_all_a_new_kind_needs() -> None:
     store.create("widgets.example.troupe.dev", {"metadata": {"name": "w"}, "size": 1})
     with pytest.raises(ApiError) as refused:
         store.create(WIDGETS, {"metadata": {"name": "x"}}, validate=True)
-    assert refused.value.code == 422
+    assert (
+        refused.value.status["message"]
+        == 'Widget.example.troupe.dev "x" is invalid: size: Required value'
+    )
+    # Its names follow the rule declared with it.
+    dotted = new_store(kinds=(*BUILTIN_KINDS, Served(WIDGETS, names=name_is_dns_label)))
+    with pytest.raises(ApiError) as label:
+        dotted.create(WIDGETS, {"metadata": {"name": "a.b"}}, validate=True)
+    assert 'metadata.name: Invalid value: "a.b": must not contain dots' in str(label.value)
 
 
 def test_one_storage_has_one_strategy() -> None:

@@ -14,12 +14,14 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from troupe.sim.apiserver.endpoints.decoding import check_patched
 from troupe.sim.apiserver.endpoints.request import (
     APPLY_PATCH,
     JSON_PATCH,
     MERGE_PATCH,
     STRATEGIC_PATCH,
     ResourceRequest,
+    int_param,
     json_response,
     read_json,
     selectors,
@@ -34,7 +36,9 @@ from troupe.sim.apiserver.machinery.patch import (
     strategic_merge_patch,
 )
 from troupe.sim.apiserver.registry.binding import bind
+from troupe.sim.apiserver.registry.decoding import check_types
 from troupe.sim.apiserver.registry.eviction import evict
+from troupe.sim.apiserver.registry.schemas import DELETE_OPTIONS
 from troupe.sim.apiserver.storage.store import Obj, Store
 
 _CREATED_STATUS: Final = dumps(
@@ -49,10 +53,8 @@ def get(store: Store, req: ResourceRequest) -> web.Response:
 
 def list_objects(store: Store, req: ResourceRequest, query: Any, accept: str = "") -> web.Response:
     labels, fields = selectors(req.rt, query)
-    try:
-        limit = int(query.get("limit") or 0)
-    except ValueError:
-        raise errors.bad_request(f"invalid limit: {query.get('limit')}") from None
+    limit = max(0, int_param(query, "limit") or 0)  # negative: no limit, as upstream
+    int_param(query, "timeoutSeconds")  # parsed as upstream does; a list answers at once
     items, rv, token, remaining = store.list_page(
         req.rt, req.namespace, labels, fields, limit, query.get("continue") or ""
     )
@@ -98,13 +100,13 @@ def _check_identity(req: ResourceRequest, obj: Any) -> Obj:
 
 
 async def create(store: Store, req: ResourceRequest, request: web.Request) -> web.Response:
-    obj = _check_identity(req, await read_json(request))
+    obj = _check_identity(req, await read_json(request, req.rt.kind))
     created = store.create(req.rt, obj, req.namespace, copy=False, validate=True)
     return json_response(created, 201)
 
 
 async def update(store: Store, req: ResourceRequest, request: web.Request) -> web.Response:
-    obj = _check_identity(req, await read_json(request))
+    obj = _check_identity(req, await read_json(request, req.rt.kind))
     existed = req.name is not None and store.find(req.rt, req.namespace or "", req.name) is not None
     updated = store.update(
         req.rt, obj, req.namespace, subresource=req.subresource, copy=False, validate=True
@@ -139,7 +141,12 @@ async def patch(store: Store, req: ResourceRequest, request: web.Request) -> web
     except PatchError as error:
         if error.code == 400:
             raise errors.bad_request(str(error)) from None
+        if error.code == 413:
+            raise errors.ApiError(
+                errors.status_failure(413, "RequestEntityTooLarge", str(error), {})
+            ) from None
         raise errors.ApiError(errors.status_failure(422, "Invalid", str(error), {})) from None
+    check_patched(req.rt.kind, req.rt.version, patched)
     obj = _check_identity(req, patched)
     meta = obj["metadata"]
     # A resourceVersion the patch sets is an optimistic-concurrency precondition; otherwise
@@ -154,20 +161,17 @@ async def patch(store: Store, req: ResourceRequest, request: web.Request) -> web
 
 def _delete_options(query: Any, body: Any) -> tuple[int | None, dict[str, Any]]:
     options = body if isinstance(body, dict) else {}
-    grace = options.get("gracePeriodSeconds")
-    if query.get("gracePeriodSeconds") is not None:
-        try:
-            grace = int(query["gracePeriodSeconds"])
-        except ValueError:
-            raise errors.bad_request(
-                f"invalid gracePeriodSeconds: {query['gracePeriodSeconds']}"
-            ) from None
+    check_types("DeleteOptions", "v1", options, DELETE_OPTIONS)
+    grace = int_param(query, "gracePeriodSeconds")
+    if grace is None:
+        grace = options.get("gracePeriodSeconds")
     return grace, options.get("preconditions") or {}
 
 
 async def delete(store: Store, req: ResourceRequest, request: web.Request) -> web.Response:
     assert req.name is not None
-    grace, preconditions = _delete_options(request.query, await read_json(request))
+    body = await read_json(request, "DeleteOptions")
+    grace, preconditions = _delete_options(request.query, body)
     last, _ = store.delete(
         req.rt,
         req.name,
@@ -198,7 +202,8 @@ async def delete_collection(
     store: Store, req: ResourceRequest, request: web.Request
 ) -> web.Response:
     labels, fields = selectors(req.rt, request.query)
-    grace, preconditions = _delete_options(request.query, await read_json(request))
+    body = await read_json(request, "DeleteOptions")
+    grace, preconditions = _delete_options(request.query, body)
     deleted = []
     for obj in store.list(req.rt, req.namespace, labels, fields, copy=False):
         meta = obj["metadata"]
@@ -228,7 +233,7 @@ async def subresource_post(
     store: Store, req: ResourceRequest, request: web.Request
 ) -> web.Response:
     assert req.name is not None and req.namespace is not None
-    body = await read_json(request)
+    body = await read_json(request, "Binding" if req.subresource == "binding" else "Eviction")
     if not isinstance(body, dict):
         raise errors.bad_request("the body of the request must be a JSON object")
     if req.subresource == "binding":

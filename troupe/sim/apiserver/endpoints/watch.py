@@ -3,20 +3,25 @@
 Newline-delimited ``{"type":...,"object":...}`` in one chunked 200 response, one write per
 drained batch of events. A resourceVersion older than the kept history is answered, as the
 cacher does, with a 200 stream carrying one ERROR event (Status 410 Expired) that then
-closes. ``allowWatchBookmarks`` adds BOOKMARK events every ``bookmark_interval`` seconds;
-``sendInitialEvents=true`` (WatchList) ends the initial ADDED events with a bookmark
-annotated ``k8s.io/initial-events-end``. ``timeoutSeconds`` ends the stream cleanly.
+closes; so is one from a resourceVersion newer than the store's (504, "Too large resource
+version"). ``allowWatchBookmarks`` adds BOOKMARK events every ``bookmark_interval``
+seconds; ``sendInitialEvents=true`` (WatchList) ends the initial ADDED events with a
+bookmark annotated ``k8s.io/initial-events-end``. Every stream ends: ``timeoutSeconds``
+(an int64, else 400) after that many seconds, at most an hour; without it, after a random
+30 to 60 minutes, as kube-apiserver's ``--min-request-timeout`` has it.
 
 Called by ``server.ApiServer`` for GET requests with ``watch=true|1``.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Any, Final
 
 from aiohttp import web
 
+from troupe.sim.apiserver.endpoints.request import int_param
 from troupe.sim.apiserver.endpoints.table import table, wants_table
 from troupe.sim.apiserver.machinery.encoding import dumps
 from troupe.sim.apiserver.machinery.errors import ApiError
@@ -30,6 +35,20 @@ _LIVENESS_CHECK: Final = 5.0
 INITIAL_EVENTS_END: Final = "k8s.io/initial-events-end"
 # strconv.ParseBool's true spellings (clients send "true", "1" or Python's "True").
 TRUE_VALUES: Final = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+# kube-apiserver's --min-request-timeout: a watch without timeoutSeconds ends after a
+# random time in [1800, 3600) s. An explicit timeout is held to the same hour.
+MIN_REQUEST_TIMEOUT: Final = 1800.0
+MAX_WATCH_SECONDS: Final = 2 * MIN_REQUEST_TIMEOUT
+_random = random.Random()
+
+
+def watch_seconds(timeout: int | None) -> float:
+    """How long a watch stream lasts: ``timeoutSeconds`` (negative: it ends at once, as
+    upstream's timer fires at once) up to ``MAX_WATCH_SECONDS``; absent or 0, upstream's
+    random ``[min, 2 × min)`` of ``MIN_REQUEST_TIMEOUT``."""
+    if not timeout:
+        return MIN_REQUEST_TIMEOUT * (1.0 + _random.random())
+    return float(min(timeout, MAX_WATCH_SECONDS))
 
 
 class WatchStreams:
@@ -82,8 +101,7 @@ async def serve_watch(
     send_initial = query.get("sendInitialEvents")
     if send_initial is not None:
         send_initial = "true" if send_initial in TRUE_VALUES else "false"
-    timeout_text = query.get("timeoutSeconds")
-    deadline = time.monotonic() + float(timeout_text) if timeout_text else None
+    deadline = time.monotonic() + watch_seconds(int_param(query, "timeoutSeconds"))
     if send_initial == "false" and rv in ("", "0"):
         rv = str(store.resource_version)  # no synthetic ADDED events: start from now
     elif send_initial == "true":
@@ -96,8 +114,10 @@ async def serve_watch(
     try:
         watcher = store.watch(rt, namespace, labels, fields, rv)
     except ApiError as error:
-        if error.code != 410:
+        if error.code not in (410, 504):
             raise
+        # As the watch cache answers once the request is accepted: a 200 stream whose
+        # one ERROR event carries the Status (410 Expired, 504 too large a version).
         await response.prepare(request)
         await response.write(dumps({"type": "ERROR", "object": error.status}) + b"\n")
         await response.write_eof()
@@ -114,9 +134,7 @@ async def serve_watch(
             await response.write(_bookmark(rt, store.resource_version, True))
         while True:
             now = time.monotonic()
-            wait = _LIVENESS_CHECK
-            if deadline is not None:
-                wait = min(wait, deadline - now)
+            wait = min(_LIVENESS_CHECK, deadline - now)
             if bookmarks:
                 wait = min(wait, next_bookmark - now)
             if wait > 0:
@@ -149,7 +167,7 @@ async def serve_watch(
                 next_bookmark = now + bookmark_interval
             if lines:
                 await response.write(b"".join(lines))
-            if watcher.closed or (deadline is not None and now >= deadline):
+            if watcher.closed or now >= deadline:
                 break
         if id(request) in streams.open:
             await response.write_eof()

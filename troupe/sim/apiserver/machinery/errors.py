@@ -146,6 +146,25 @@ def forbidden(rt: ResourceType, name: str, why: str) -> ApiError:
     )
 
 
+def too_large_resource_version(requested: int, current: int) -> ApiError:
+    """``storage.NewTooLargeResourceVersionError``: a 504 Timeout asking the client to
+    retry after a second, with the ``ResourceVersionTooLarge`` cause client-go's
+    reflector recognizes (it relists)."""
+    return ApiError(
+        status_failure(
+            504,
+            "Timeout",
+            f"Too large resource version: {requested}, current: {current}",
+            {
+                "causes": [
+                    {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+                ],
+                "retryAfterSeconds": 1,
+            },
+        )
+    )
+
+
 def expired(message: str) -> ApiError:
     return ApiError(status_failure(410, "Expired", message))
 

@@ -10,7 +10,10 @@
   Lists without a merge key are replaced, as upstream.
 * ``json_patch``: RFC 6902 (``application/json-patch+json``); failures raise ``PatchError``
   with upstream's (evanphx/json-patch) wording, answered 422 by the server (400 for an
-  undecodable patch).
+  undecodable patch). As kube-apiserver configures it, a patch has at most 10000
+  operations (413) and its ``copy`` operations add at most 3 MiB in all
+  (``AccumulatedCopySizeLimit``), so a few bytes of patch cannot double an object
+  until memory runs out.
 
 The server's PATCH handler calls these on a private copy of the stored object.
 """
@@ -19,7 +22,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from troupe.sim.apiserver.machinery.encoding import dumps
 from troupe.sim.apiserver.machinery.meta import clone
+
+MAX_JSON_PATCH_OPERATIONS: Final = 10000
+MAX_COPY_BYTES: Final = 3 * 1024 * 1024
 
 # Field name -> patchMergeKey, from the k8s.io/api struct tags of the types served here.
 MERGE_KEYS: Final = {
@@ -231,7 +238,14 @@ def json_patch(doc: Any, operations: Any) -> Any:
     """Apply an RFC 6902 patch to a copy of ``doc``."""
     if not isinstance(operations, list):
         raise PatchError("json: cannot unmarshal object into Go value of type jsonpatch.Patch", 400)
+    if len(operations) > MAX_JSON_PATCH_OPERATIONS:
+        raise PatchError(
+            f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, "
+            f"got {len(operations)}",
+            413,
+        )
     doc = clone(doc)
+    copied = 0
     for operation in operations:
         if not isinstance(operation, dict):
             raise PatchError(
@@ -263,7 +277,14 @@ def json_patch(doc: Any, operations: Any) -> Any:
             if op == "move":
                 doc, value = _remove(doc, source, "move")
             else:
-                value = clone(_get(doc, source, "copy"))
+                value = _get(doc, source, "copy")
+                copied += len(dumps(value))
+                if copied > MAX_COPY_BYTES:
+                    raise PatchError(
+                        "Unable to complete the copy, the accumulated size increase of copy "
+                        f"is {copied}, exceeding the limit {MAX_COPY_BYTES}"
+                    )
+                value = clone(value)
             doc = _add(doc, path, value, op)
         elif op == "test":
             try:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from troupe.api.selectors import requirement_matches
+from troupe.sim.apiserver.machinery.content import is_label_value, is_qualified_name
+from troupe.sim.apiserver.machinery.field import go_quote
 
 
 class SelectorError(ValueError):
@@ -46,71 +48,182 @@ class LabelSelector:
 
 EVERYTHING: Final = LabelSelector(())
 
-_KEY_RE: Final = re.compile(r"\s*([A-Za-z0-9][-A-Za-z0-9_./]*)\s*")
-_VALUE_RE: Final = re.compile(r"\s*([-A-Za-z0-9_.]*)\s*")
-_SET_OP_RE: Final = re.compile(r"(in|notin)\s*\(", re.ASCII)
+_SPECIAL: Final = frozenset("=!(),><")
+_BLANK: Final = frozenset(" \t\r\n")
+_SYMBOLS: Final = frozenset({")", ",", "!", "==", "=", ">", "<", "!=", "("})
+_ID: Final = "identifier"
+_END: Final = "end of string"
+# The operators of a binary requirement, as the parser lists them in its errors.
+_BINARY: Final = "in, notin, =, ==, !=, gt, lt"
+_OPERATORS: Final = {
+    "in": "In",
+    "notin": "NotIn",
+    "=": "In",
+    "==": "In",
+    "!=": "NotIn",
+    ">": "Gt",
+    "<": "Lt",
+}
+_INT64: Final = re.compile(r"[+-]?[0-9]+")
 
 
-def _split_top_level(text: str) -> list[str]:
-    """Split on commas outside parentheses."""
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    for i, ch in enumerate(text):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
+def _lex(text: str) -> list[tuple[str, str]]:
+    """``labels.Lexer``: (token, literal) pairs ending with the end of the string."""
+    items: list[tuple[str, str]] = []
+    pos, size = 0, len(text)
+    while True:
+        while pos < size and text[pos] in _BLANK:
+            pos += 1
+        if pos >= size or text[pos] == "\x00":
+            items.append((_END, ""))
+            return items
+        if text[pos] in _SPECIAL:
+            # The longest run of special characters that is a symbol ("!=" before "!").
+            end = pos + 1
+            while end < size and text[end] in _SPECIAL and text[pos : end + 1] in _SYMBOLS:
+                end += 1
+            items.append((text[pos:end], text[pos:end]))
+            pos = end
+            continue
+        start = pos
+        while pos < size and text[pos] not in _SPECIAL and text[pos] not in _BLANK:
+            pos += 1
+        literal = text[start:pos]
+        items.append((literal if literal in ("in", "notin") else _ID, literal))
 
 
-def _parse_requirement(term: str) -> LabelRequirement:
-    stripped = term.strip()
-    if not stripped:
-        raise SelectorError("unable to parse requirement: found '', expected: identifier")
-    if stripped.startswith("!"):
-        match = _KEY_RE.fullmatch(stripped[1:])
-        if match is None:
-            raise SelectorError(f"unable to parse requirement: invalid key {stripped[1:]!r}")
-        return LabelRequirement(match.group(1), "DoesNotExist", ())
-    match = _KEY_RE.match(stripped)
-    if match is None:
-        raise SelectorError(
-            f"unable to parse requirement: found {stripped!r}, expected: identifier"
-        )
-    key = match.group(1)
-    rest = stripped[match.end() :]
-    if not rest:
-        return LabelRequirement(key, "Exists", ())
-    for token, operator in (("==", "In"), ("!=", "NotIn"), ("=", "In"), (">", "Gt"), ("<", "Lt")):
-        if rest.startswith(token):
-            value = _VALUE_RE.fullmatch(rest[len(token) :])
-            if value is None:
-                raise SelectorError(
-                    "unable to parse requirement: invalid label value: "
-                    f"{rest[len(token) :].strip()!r}"
+class _Parser:
+    """``labels.Parser``: in a place values may stand, ``in`` and ``notin`` are values."""
+
+    def __init__(self, text: str) -> None:
+        self.items = _lex(text)
+        self.pos = 0
+
+    def lookahead(self, values: bool = True) -> tuple[str, str]:
+        return self._token(self.items[self.pos], values)
+
+    def consume(self, values: bool = True) -> tuple[str, str]:
+        self.pos += 1
+        return self._token(self.items[self.pos - 1], values)
+
+    @staticmethod
+    def _token(item: tuple[str, str], values: bool) -> tuple[str, str]:
+        token, literal = item
+        return (_ID if values and token in ("in", "notin") else token), literal
+
+
+def _parse(text: str) -> list[LabelRequirement]:
+    parser = _Parser(text)
+    requirements: list[LabelRequirement] = []
+    while True:
+        token, literal = parser.lookahead()
+        if token == _END:
+            return requirements
+        if token not in (_ID, "!"):
+            raise SelectorError(f"found '{literal}', expected: !, identifier, or 'end of string'")
+        try:
+            requirements.append(_requirement(parser))
+        except SelectorError as error:
+            raise SelectorError(f"unable to parse requirement: {error}") from None
+        token, literal = parser.consume()
+        if token == _END:
+            return requirements
+        if token != ",":
+            raise SelectorError(f"found '{literal}', expected: ',' or 'end of string'")
+        token, literal = parser.lookahead()
+        if token not in (_ID, "!"):
+            raise SelectorError(f"found '{literal}', expected: identifier after ','")
+
+
+def _requirement(parser: _Parser) -> LabelRequirement:
+    token, key = parser.consume()
+    absent = token == "!"
+    if absent:
+        token, key = parser.consume()
+    if token != _ID:
+        raise SelectorError(f"found '{key}', expected: identifier")
+    problems = is_qualified_name(key)
+    if problems:
+        # validateLabelKey with the parser's nil field path.
+        raise SelectorError(f"<nil>: Invalid value: {go_quote(key)}: {'; '.join(problems)}")
+    if absent or parser.lookahead()[0] in (_END, ","):
+        return LabelRequirement(key, "DoesNotExist" if absent else "Exists", ())
+    token, literal = parser.consume(values=False)
+    if token not in _OPERATORS:
+        raise SelectorError(f"found '{literal}', expected: {_BINARY}")
+    values = _set_values(parser) if token in ("in", "notin") else _exact_value(parser)
+    return _new_requirement(key, token, sorted(values))
+
+
+def _set_values(parser: _Parser) -> set[str]:
+    token, literal = parser.consume()
+    if token != "(":
+        raise SelectorError(f"found '{literal}' expected: '('")
+    token, literal = parser.lookahead()
+    if token == ")":
+        parser.consume()
+        return {""}  # "a in ()" is "a in ('')", as upstream parses it
+    if token not in (_ID, ","):
+        raise SelectorError(f"found '{literal}', expected: ',', ')' or identifier")
+    values = _identifiers(parser)
+    if parser.consume()[0] != ")":
+        raise SelectorError(f"found '{literal}', expected: ')'")
+    return values
+
+
+def _identifiers(parser: _Parser) -> set[str]:
+    values: set[str] = set()
+    while True:
+        token, literal = parser.consume()
+        if token == _ID:
+            values.add(literal)
+            after, shown = parser.lookahead()
+            if after == ")":
+                return values
+            if after != ",":
+                raise SelectorError(f"found '{shown}', expected: ',' or ')'")
+        elif token == ",":
+            after = parser.lookahead()[0]
+            if not values or after in (")", ","):
+                values.add("")  # "(,", ",)" and ",," hold an empty value
+            if after == ")":
+                return values
+        else:
+            raise SelectorError(f"found '{literal}', expected: ',', or identifier")
+
+
+def _exact_value(parser: _Parser) -> set[str]:
+    if parser.lookahead()[0] in (_END, ","):
+        return {""}
+    token, literal = parser.consume()
+    if token != _ID:
+        raise SelectorError(f"found '{literal}', expected: identifier")
+    return {literal}
+
+
+def _new_requirement(key: str, operator: str, values: list[str]) -> LabelRequirement:
+    """``labels.NewRequirement``'s checks, with the parser's nil field path."""
+    problems: list[str] = []
+    if operator in (">", "<"):
+        for i, value in enumerate(values):
+            if not _is_int64(value):
+                problems.append(
+                    f"values[{i}]: Invalid value: {go_quote(value)}: for 'Gt', 'Lt' operators, "
+                    "the value must be an integer"
                 )
-            return LabelRequirement(key, operator, (value.group(1),))
-    set_op = _SET_OP_RE.match(rest)
-    if set_op is not None and rest.endswith(")"):
-        inner = rest[set_op.end() : -1]
-        values: list[str] = []
-        for raw in inner.split(","):
-            value = _VALUE_RE.fullmatch(raw)
-            if value is None:
-                raise SelectorError(
-                    f"unable to parse requirement: invalid label value: {raw.strip()!r}"
-                )
-            values.append(value.group(1))
-        return LabelRequirement(key, "In" if set_op.group(1) == "in" else "NotIn", tuple(values))
-    raise SelectorError(
-        f"unable to parse requirement: found '{rest.split()[0]}', expected: "
-        "in, notin, =, ==, !=, gt, lt"
-    )
+    for i, value in enumerate(values):
+        wrong = is_label_value(value)
+        if wrong:
+            problems.append(
+                f"values[{i}][{key}]: Invalid value: {go_quote(value)}: {'; '.join(wrong)}"
+            )
+    if problems:
+        raise SelectorError(problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]")
+    return LabelRequirement(key, _OPERATORS[operator], tuple(values))
+
+
+def _is_int64(text: str) -> bool:
+    return _INT64.fullmatch(text) is not None and -(1 << 63) <= int(text) < (1 << 63)
 
 
 def parse_label_selector(text: str | Mapping[str, str] | None) -> LabelSelector:
@@ -121,9 +234,8 @@ def parse_label_selector(text: str | Mapping[str, str] | None) -> LabelSelector:
         return LabelSelector(
             tuple(LabelRequirement(k, "In", (v,)) for k, v in sorted(text.items()))
         )
-    if not text.strip():
-        return EVERYTHING
-    return LabelSelector(tuple(_parse_requirement(term) for term in _split_top_level(text)))
+    requirements = _parse(text)
+    return LabelSelector(tuple(requirements)) if requirements else EVERYTHING
 
 
 # --- fields ----------------------------------------------------------------------------
@@ -176,45 +288,51 @@ def _split_unescaped(text: str, sep: str) -> list[str]:
 
 
 def _unescape(value: str) -> str:
+    """``fields.UnescapeValue``: ``\\``, ``\\,`` and ``\\=`` only; a bare ``,`` or ``=``
+    is an error."""
+    if not any(ch in value for ch in "\\,="):
+        return value
     out: list[str] = []
-    i = 0
-    while i < len(value):
-        if value[i] == "\\" and i + 1 < len(value):
-            out.append(value[i + 1])
-            i += 2
+    escaped = False
+    for ch in value:
+        if escaped:
+            if ch not in "\\,=":
+                raise SelectorError(f"invalid field selector: invalid escape sequence: \\{ch}")
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in ",=":
+            raise SelectorError(f"invalid field selector: unescaped character in value: {ch}")
         else:
-            out.append(value[i])
-            i += 1
+            out.append(ch)
+    if escaped:
+        raise SelectorError("invalid field selector: invalid escape sequence: \\")
     return "".join(out)
 
 
-def _find_operator(term: str) -> tuple[int, str] | None:
-    i = 0
-    while i < len(term):
-        if term[i] == "\\":
-            i += 2
-            continue
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    """``fields.splitTerm``: the first operator, ``!=`` before ``==`` before ``=``."""
+    for i in range(len(term)):
         for op in ("!=", "==", "="):
             if term.startswith(op, i):
-                return i, op
-        i += 1
+                return term[:i], op, term[i + len(op) :]
     return None
 
 
 def parse_field_selector(text: str | None) -> FieldSelector:
-    if text is None or not text.strip():
+    """``fields.ParseSelector``: comma-separated ``field=value``, ``==``, ``!=``."""
+    if not text:
         return NO_FIELDS
     requirements: list[FieldRequirement] = []
     for term in _split_unescaped(text, ","):
         if not term:
             continue
-        found = _find_operator(term)
-        if found is None:
+        split = _split_term(term)
+        if split is None:
             raise SelectorError(f"invalid selector: '{text}'; can't understand '{term}'")
-        at, op = found
-        requirements.append(
-            FieldRequirement(term[:at].strip(), op == "!=", _unescape(term[at + len(op) :]))
-        )
+        field, op, value = split
+        requirements.append(FieldRequirement(field, op == "!=", _unescape(value)))
     return FieldSelector(tuple(requirements))
 
 

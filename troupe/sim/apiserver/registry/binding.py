@@ -1,6 +1,7 @@
 """``pods/binding``: ``BindingREST.Create`` of pkg/registry/core/pod/storage/storage.go.
 
-UID and resourceVersion preconditions (a Conflict worded as the storage layer words it),
+A Binding of the wrong JSON types is the decoder's 400 (``schemas.BINDING``). UID and
+resourceVersion preconditions (a Conflict worded as the storage layer words it),
 "already assigned" and "being deleted" conflicts on ``pods/binding``, then spec.nodeName,
 the Binding's annotations and ``PodScheduled=True`` in one write. Binding to a node that
 does not exist is allowed, as upstream. Called by the server's subresource handler.
@@ -12,6 +13,8 @@ from typing import Any, Final
 
 from troupe.sim.apiserver.machinery import errors
 from troupe.sim.apiserver.machinery.resources import ResourceType
+from troupe.sim.apiserver.registry.decoding import check_types
+from troupe.sim.apiserver.registry.schemas import BINDING
 from troupe.sim.apiserver.storage.store import Obj, Store
 
 
@@ -34,6 +37,7 @@ def _set_condition(status: dict[str, Any], condition: dict[str, Any], now: str) 
 
 def bind(store: Store, namespace: str, name: str, binding: Obj) -> Obj:
     """Bind a pod to a node; returns the updated pod or raises ``ApiError``."""
+    check_types("Binding", "v1", binding, BINDING)
     rt = store.resolve("pods")
     meta = binding.get("metadata") or {}
     if meta.get("name") and meta["name"] != name:

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from troupe.api.clock import Clock
 from troupe.sim.apiserver.controllers.disruption import DisruptionController
+from troupe.sim.apiserver.machinery.content import name_is_dns_subdomain
 from troupe.sim.apiserver.machinery.resources import Registry
 from troupe.sim.apiserver.registry.generic import GenericStrategy
 from troupe.sim.apiserver.registry.kinds import BUILTIN_KINDS, Served
@@ -50,16 +51,18 @@ def new_store(
         )
     )
     store = Store(registry, history=history, clock=clock, default_strategy=GenericStrategy())
-    # Strategies by storage key, whichever versions are served (a 1.36 cluster serves
-    # the v1alpha2 Workload over the v1beta1 storage key).
-    declared: set[str] = set()
+    # One strategy per storage key, from the first entry of the key, whichever versions
+    # are served (a 1.36 cluster serves the v1alpha2 Workload over the v1beta1 key).
+    installed: set[str] = set()
     for served in kinds:
-        if served.strategy is not None:
-            key = served.resource.key
-            if key in declared:
+        key = served.resource.key
+        if key in installed:
+            if served.strategy is not None or served.names is not None:
                 raise ValueError(f"two strategies declared for the storage of {key}")
-            declared.add(key)
-            store.set_strategy(key, served.strategy())
+            continue
+        installed.add(key)
+        strategy = served.strategy or GenericStrategy
+        store.set_strategy(key, strategy(served.names or name_is_dns_subdomain))
     DisruptionController(store)
     for namespace in SYSTEM_NAMESPACES:
         store.create("namespaces", {"metadata": {"name": namespace}}, copy=False)

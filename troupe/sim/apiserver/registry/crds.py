@@ -11,6 +11,7 @@ kind, ends open watches and stops serving it. ``CRDStrategy`` is declared in
 from __future__ import annotations
 
 from troupe.sim.apiserver.machinery import errors
+from troupe.sim.apiserver.machinery.content import NameRule, name_is_dns_subdomain
 from troupe.sim.apiserver.machinery.resources import ResourceType
 from troupe.sim.apiserver.registry.generic import GenericStrategy
 from troupe.sim.apiserver.storage.store import Obj, Store
@@ -43,7 +44,8 @@ def crd_types(crd: Obj) -> list[ResourceType]:
 
 
 class CRDStrategy(GenericStrategy):
-    def __init__(self) -> None:
+    def __init__(self, names: NameRule = name_is_dns_subdomain) -> None:
+        super().__init__(names)
         self._served: dict[str, list[ResourceType]] = {}
 
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:

@@ -13,7 +13,9 @@ strict the checks are, as upstream's ``requestVersion`` does:
   update may change only ``series`` (and metadata).
 
 A malformed ``eventTime`` or ``series.lastObservedTime`` (a MicroTime needs exactly six
-fractional digits) cannot be decoded, so it is a 400 as on the real server, not a 422.
+fractional digits) cannot be decoded, so it is a 400 as on the real server, not a 422;
+so is any modelled field of the wrong JSON type (``schemas.CORE_EVENT`` and
+``EVENTS_V1_EVENT``, checked in the shape the request used).
 Declared in ``kinds.py``.
 """
 
@@ -24,7 +26,9 @@ from typing import Any, Final
 
 from troupe.sim.apiserver.machinery import errors
 from troupe.sim.apiserver.machinery.resources import ResourceType
+from troupe.sim.apiserver.registry.decoding import check_types
 from troupe.sim.apiserver.registry.generic import GenericStrategy
+from troupe.sim.apiserver.registry.schemas import CORE_EVENT, EVENTS_V1_EVENT
 from troupe.sim.apiserver.storage.conversion import is_events_view
 from troupe.sim.apiserver.storage.store import Store
 from troupe.sim.apiserver.storage.strategy import Obj
@@ -156,6 +160,10 @@ def strict_create_causes(event: Obj) -> list[Cause]:
 
 
 class EventStrategy(GenericStrategy):
+    def check_types(self, store: Store, rt: ResourceType, obj: Obj) -> None:
+        schema = EVENTS_V1_EVENT if is_events_view(rt) else CORE_EVENT
+        check_types(rt.kind, rt.version, obj, schema)
+
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
         check_micro_times(obj)
         strict = is_events_view(rt)

@@ -1,5 +1,6 @@
 """``pods/eviction``: ``EvictionREST.Create`` of pkg/registry/core/pod/storage/eviction.go.
 
+An Eviction of the wrong JSON types is the decoder's 400 (``schemas.EVICTION``).
 Terminal, pending and already-deleting pods are deleted outright (``canIgnorePDB``);
 otherwise the one PodDisruptionBudget selecting the pod must allow a disruption or the
 answer is 429 TooManyRequests with upstream's message and DisruptionBudget cause. The
@@ -16,7 +17,9 @@ from troupe.api.objects import LabelSelector as ApiLabelSelector
 from troupe.api.selectors import label_selector_matches
 from troupe.sim.apiserver.controllers.disruption import PDBS, compute_status, refresh
 from troupe.sim.apiserver.machinery import errors
+from troupe.sim.apiserver.registry.decoding import check_types
 from troupe.sim.apiserver.registry.pods import TERMINAL_PHASES
+from troupe.sim.apiserver.registry.schemas import EVICTION
 from troupe.sim.apiserver.storage.store import Obj, Store
 
 _VIOLATION: Final = "Cannot evict pod as it would violate the pod's disruption budget."
@@ -41,6 +44,7 @@ def pdb_budget(store: Store, pdb: Obj) -> tuple[int, int, int]:
 
 def evict(store: Store, namespace: str, name: str, eviction: Obj) -> None:
     """Evict a pod unless a PodDisruptionBudget forbids it (429)."""
+    check_types("Eviction", "v1", eviction, EVICTION)
     rt = store.resolve("pods")
     meta = eviction.get("metadata") or {}
     if meta.get("name") and meta["name"] != name:

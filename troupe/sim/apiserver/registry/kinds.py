@@ -3,9 +3,11 @@
 This is the one place to add a resource: a ``Served`` entry naming its ``ResourceType``
 (group, version, kind, plural, scope, short names, subresources, field selectors, ...)
 and, on the entry of its storage version, its strategy (a ``GenericStrategy`` subclass:
-defaults, validation, update and delete rules). Routing, discovery, OpenAPI, tables,
-the store and ``bootstrap.new_store`` all read this table; nothing else names a kind.
-A kind with no rules of its own leaves ``strategy`` empty and gets ``GenericStrategy``.
+types, defaults, validation, update and delete rules) and the rule its names follow
+(upstream's ``ValidateNameFunc`` for the kind: a DNS subdomain unless said otherwise).
+Routing, discovery, OpenAPI, tables, the store and ``bootstrap.new_store`` all read this
+table; nothing else names a kind. A kind with no rules of its own leaves ``strategy``
+empty and gets ``GenericStrategy``.
 Versions that share another's storage (``shares_storage_of``, or the same kind key)
 declare no strategy: their writes go through the storage version's.
 
@@ -18,25 +20,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from troupe.sim.apiserver.machinery.content import (
+    NameRule,
+    name_is_dns1035_label,
+    name_is_dns_label,
+    path_segment_name,
+)
 from troupe.sim.apiserver.machinery.resources import ResourceType
 from troupe.sim.apiserver.registry.composites import CompositePodGroupStrategy
 from troupe.sim.apiserver.registry.crds import CRDStrategy
 from troupe.sim.apiserver.registry.events import EventStrategy
 from troupe.sim.apiserver.registry.generic import GenericStrategy
+from troupe.sim.apiserver.registry.leases import LeaseStrategy
 from troupe.sim.apiserver.registry.namespaces import NamespaceStrategy
 from troupe.sim.apiserver.registry.nodes import NodeStrategy
 from troupe.sim.apiserver.registry.podgroups import PodGroupStrategy
 from troupe.sim.apiserver.registry.pods import PodStrategy
+from troupe.sim.apiserver.registry.priorityclasses import (
+    DisruptionBudgetStrategy,
+    PriorityClassStrategy,
+)
 from troupe.sim.apiserver.registry.rbac import BindingStrategy
 from troupe.sim.apiserver.registry.workloads import WorkloadStrategy
 
 
 @dataclass(frozen=True, slots=True)
 class Served:
-    """One served (group, version, resource); ``strategy`` on its storage version."""
+    """One served (group, version, resource); on its storage version, the strategy
+    and the rule names must follow (None: ``GenericStrategy``, a DNS subdomain)."""
 
     resource: ResourceType
     strategy: type[GenericStrategy] | None = None
+    names: NameRule | None = None
 
 
 def _core(kind: str, plural: str, namespaced: bool = True, **kw: Any) -> ResourceType:
@@ -97,6 +112,7 @@ _CORE: Final[tuple[Served, ...]] = (
             return_deleted_object=True,
         ),
         NamespaceStrategy,
+        names=name_is_dns_label,
     ),
     Served(
         _core(
@@ -147,7 +163,8 @@ _CORE: Final[tuple[Served, ...]] = (
             field_labels=("spec.clusterIP", "spec.type"),
             own_field_conversion=True,
             categories=("all",),
-        )
+        ),
+        names=name_is_dns1035_label,
     ),
     Served(
         _core(
@@ -197,7 +214,8 @@ _CORE: Final[tuple[Served, ...]] = (
     Served(
         ResourceType(
             "coordination.k8s.io", "v1", "Lease", "leases", True, allow_create_on_update=True
-        )
+        ),
+        LeaseStrategy,
     ),
 )
 
@@ -205,7 +223,8 @@ _SCHEDULING_KINDS: Final[tuple[Served, ...]] = (
     Served(
         ResourceType(
             _SCHEDULING, "v1", "PriorityClass", "priorityclasses", False, short_names=("pc",)
-        )
+        ),
+        PriorityClassStrategy,
     ),
     Served(
         ResourceType(_SCHEDULING, "v1alpha1", "Workload", "workloads", True, versioned_key=True),
@@ -275,7 +294,8 @@ _GROUPS: Final[tuple[Served, ...]] = (
             True,
             short_names=("pdb",),
             subresources=("status",),
-        )
+        ),
+        DisruptionBudgetStrategy,
     ),
     *(
         Served(
@@ -288,12 +308,14 @@ _GROUPS: Final[tuple[Served, ...]] = (
                 short_names=(short,),
                 subresources=("status",),
                 categories=("all",),
-            )
+            ),
+            names=names,
         )
-        for kind, plural, short in (
-            ("Deployment", "deployments", "deploy"),
-            ("ReplicaSet", "replicasets", "rs"),
-            ("StatefulSet", "statefulsets", "sts"),
+        for kind, plural, short, names in (
+            ("Deployment", "deployments", "deploy", None),
+            ("ReplicaSet", "replicasets", "rs", None),
+            # ValidateStatefulSetName: its pods are named <set>-<ordinal>.
+            ("StatefulSet", "statefulsets", "sts", name_is_dns_label),
         )
     ),
     Served(
@@ -347,12 +369,20 @@ _GROUPS: Final[tuple[Served, ...]] = (
     ),
     # RBAC objects, stored only: requests are not authorized against them, but
     # SubjectAccessReviews are evaluated against them (``auth/authorizer.py``).
-    Served(ResourceType(_RBAC, "v1", "Role", "roles", True)),
-    Served(ResourceType(_RBAC, "v1", "RoleBinding", "rolebindings", True), BindingStrategy),
-    Served(ResourceType(_RBAC, "v1", "ClusterRole", "clusterroles", False)),
+    # ValidateRBACName: any path segment ("system:auth-delegator").
+    Served(ResourceType(_RBAC, "v1", "Role", "roles", True), names=path_segment_name),
+    Served(
+        ResourceType(_RBAC, "v1", "RoleBinding", "rolebindings", True),
+        BindingStrategy,
+        names=path_segment_name,
+    ),
+    Served(
+        ResourceType(_RBAC, "v1", "ClusterRole", "clusterroles", False), names=path_segment_name
+    ),
     Served(
         ResourceType(_RBAC, "v1", "ClusterRoleBinding", "clusterrolebindings", False),
         BindingStrategy,
+        names=path_segment_name,
     ),
     # Create-only reviews, answered without storing anything (``endpoints/reviews.py``).
     Served(

@@ -5,6 +5,8 @@ priority from the Priority admission plugin, requests defaulted from limits, the
 DefaultTolerationSeconds tolerations, phase Pending) and refuses what upstream refuses
 (403 for an unknown PriorityClass, 422 for a pod without containers); ``prepare_update``
 defaults an update the same way and enforces spec immutability (``pod_update.py``).
+A write through the API must also have the types of ``schemas.POD``, valid quantities
+(``quantities.py``) and, on create, what ``pod_validation.py`` checks.
 ``grace_period`` is ``pod.Strategy.CheckGracefulDelete``: bound, non-terminal pods wait
 ``terminationGracePeriodSeconds`` with a deletionTimestamp; the simulated kubelet (or,
 failing that, the server once the grace period is over) finishes the delete.
@@ -17,10 +19,13 @@ import copy
 from typing import Any, Final
 
 from troupe.sim.apiserver.machinery import errors
+from troupe.sim.apiserver.machinery.field import Cause
 from troupe.sim.apiserver.machinery.resources import ResourceType
 from troupe.sim.apiserver.registry.generic import GenericStrategy
 from troupe.sim.apiserver.registry.pod_update import validate_pod_update
+from troupe.sim.apiserver.registry.pod_validation import pod_create_causes
 from troupe.sim.apiserver.registry.quantities import validate_pod
+from troupe.sim.apiserver.registry.schemas import POD
 from troupe.sim.apiserver.storage.store import Obj, Store
 from troupe.sim.apiserver.storage.watchers import MODIFIED, WatchEvent
 
@@ -103,6 +108,8 @@ def _default_tolerations(spec: dict[str, Any]) -> None:
 
 
 class PodStrategy(GenericStrategy):
+    schema = POD
+
     def prepare_create(self, store: Store, rt: ResourceType, obj: Obj) -> None:
         spec = obj.get("spec")
         name = obj["metadata"]["name"]
@@ -134,10 +141,17 @@ class PodStrategy(GenericStrategy):
                     spec[field] = old["spec"][field]
         validate_pod_update(rt, new, old)
 
-    def validate(self, store: Store, rt: ResourceType, obj: Obj, subresource: str | None) -> None:
-        super().validate(store, rt, obj, subresource)
+    def validate(
+        self, store: Store, rt: ResourceType, obj: Obj, old: Obj | None, subresource: str | None
+    ) -> None:
         if subresource != "status":  # the status strategy validates status only
-            validate_pod(rt, obj)
+            validate_pod(rt, obj)  # an unparsable quantity is the decoder's 400, first
+        super().validate(store, rt, obj, old, subresource)
+
+    def causes(
+        self, store: Store, rt: ResourceType, obj: Obj, old: Obj | None, subresource: str | None
+    ) -> list[Cause]:
+        return pod_create_causes(obj.get("spec")) if old is None else []
 
     def grace_period(self, store: Store, rt: ResourceType, obj: Obj, requested: int | None) -> int:
         # pod.Strategy.CheckGracefulDelete: unscheduled or terminal pods go at once.

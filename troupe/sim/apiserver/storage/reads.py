@@ -168,7 +168,9 @@ class StoreReads:
     ) -> Watcher:
         """Open a watcher: synthetic ADDED events for "" / "0" / None, else history after RV.
 
-        Raises ``ApiError`` 410 when the RV is older than the kept history.
+        Raises ``ApiError`` 410 when the RV is older than the kept history, 504 ("Too
+        large resource version") when it is newer than the store's, 400 when it is not
+        a resourceVersion.
         """
         rt = self.resolve(kind)
         labels, fields = _selectors(label_selector, field_selector)
@@ -183,10 +185,15 @@ class StoreReads:
             for _, obj in self._select(rt, watcher.namespace, labels, fields):
                 watcher.queue.append(WatchEvent(ADDED, self._rv, obj, None))
         else:
-            try:
-                since = int(str(resource_version))
-            except ValueError:
-                raise errors.bad_request(f"invalid resource version: {resource_version}") from None
+            text = str(resource_version)
+            if not text.isascii() or not text.isdigit():
+                raise errors.bad_request(f"invalid resource version: {resource_version}")
+            since = int(text)
+            if since > self._rv:
+                # Nothing this server wrote has that version: a client resuming from
+                # another server's history (the embedded server's versions restart
+                # at 1) must relist, not wait unnoticed.
+                raise errors.too_large_resource_version(since, self._rv)
             watcher.queue.extend(self.hub.backlog(rt.key, since))
         self.hub.register(watcher)
         return watcher

@@ -121,9 +121,12 @@ class Store(StoreReads):
     ) -> Obj:
         """Store a new object (``obj`` is taken over unless ``copy``); returns the stored one.
 
-        ``validate`` (the HTTP API sets it) also applies ``validate_write``: the kind's
+        ``validate`` (the HTTP API sets it) first checks the JSON types of what is
+        modelled (``Strategy.check_types``), then applies ``validate_write``: the kind's
         ``Strategy.validate``."""
         rt = self._version_of(kind, obj)
+        if validate:
+            self.strategy(rt).check_types(self, rt, obj)
         obj = to_storage(rt, clone(obj) if copy else obj)
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
@@ -174,7 +177,7 @@ class Store(StoreReads):
                 obj["status"]["lastPhaseTransitionTime"] = self.now()
         self.strategy(rt).prepare_create(self, rt, obj)
         if validate:
-            self.validate_write(rt, obj, None)
+            self.validate_write(rt, obj, None, None)
         index = object_index(namespace, name)
         objects = self.objects(rt)
         if index in objects:
@@ -201,6 +204,8 @@ class Store(StoreReads):
         """PUT semantics: optimistic concurrency on metadata.resourceVersion when given.
         ``validate`` as for ``create``."""
         rt = self._version_of(kind, obj)
+        if validate:
+            self.strategy(rt).check_types(self, rt, obj)
         obj = to_storage(rt, clone(obj) if copy else obj)
         raw_meta = obj.get("metadata")
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
@@ -234,15 +239,18 @@ class Store(StoreReads):
         new = merge_update(rt, obj, old, subresource)
         self.strategy(rt).prepare_update(self, rt, new, old, subresource)
         if validate:
-            self.validate_write(rt, new, subresource)
+            self.validate_write(rt, new, old, subresource)
         result = to_view(rt, self._commit_update(rt, new, old))
         return clone(result) if copy else result
 
-    def validate_write(self, rt: ResourceType, obj: Obj, subresource: str | None) -> None:
+    def validate_write(
+        self, rt: ResourceType, obj: Obj, old: Obj | None, subresource: str | None
+    ) -> None:
         """What kube-apiserver checks of a client's write beyond the kind's preparation:
-        the kind's ``Strategy.validate`` (quantities of pods and nodes, a custom
-        resource's CRD schema, ...). Raises ``ApiError``; ``obj`` may be pruned in place."""
-        self.strategy(rt).validate(self, rt, obj, subresource)
+        the kind's ``Strategy.validate`` (object metadata, quantities of pods and nodes,
+        a custom resource's CRD schema, ...). Raises ``ApiError``; ``obj`` may be pruned
+        in place."""
+        self.strategy(rt).validate(self, rt, obj, old, subresource)
 
     def _commit_update(self, rt: ResourceType, new: Obj, old: Obj) -> Obj:
         meta = new["metadata"]

@@ -41,11 +41,19 @@ class Strategy(Generic[StoreT]):
     ) -> None:
         """Validate an update (``new`` may be changed in place; it is a fresh dict)."""
 
-    def validate(self, store: StoreT, rt: ResourceType, obj: Obj, subresource: str | None) -> None:
+    def check_types(self, store: StoreT, rt: ResourceType, obj: Obj) -> None:
+        """Refuse (400) a write whose values have the wrong JSON types, as the decoder of
+        a real server would, before anything reads them: called first, only for writes
+        made with ``validate=True``."""
+
+    def validate(
+        self, store: StoreT, rt: ResourceType, obj: Obj, old: Obj | None, subresource: str | None
+    ) -> None:
         """What a write through the API must pass, after ``prepare_create`` /
-        ``prepare_update`` (upstream's ``Validate`` / ``ValidateUpdate``): called only
-        for writes made with ``validate=True``. Raise ``ApiError`` to refuse; ``obj`` may
-        be changed in place (a custom resource is pruned)."""
+        ``prepare_update`` (upstream's ``Validate`` / ``ValidateUpdate``; ``old`` is None
+        on create): called only for writes made with ``validate=True``. Raise
+        ``ApiError`` to refuse; ``obj`` may be changed in place (a custom resource is
+        pruned)."""
 
     def check_delete(self, store: StoreT, rt: ResourceType, obj: Obj) -> None:
         """Raise ``ApiError`` to refuse a delete."""
