@@ -97,6 +97,7 @@ scalars = (
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12)
+    | st.text(st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010), max_size=3)
     | st.sampled_from(["", "a/b", "-1", "1Gi", "x" * 300, "default", "Exists", "0"])
 )
 json_values = st.recursive(

@@ -340,3 +340,14 @@ async def test_status_values_the_server_reads_back_must_have_their_types(http: H
     table = "application/json;as=Table;v=v1;g=meta.k8s.io"
     async with http.session.get(http.base + PODS, headers={"Accept": table}) as response:
         assert response.status == 200
+
+
+async def test_an_unpaired_surrogate_is_replaced_as_gos_decoder_replaces_it(http: Http) -> None:
+    # Python's decoder keeps "\ud800"; nothing could encode the object again, and every
+    # list of its kind would fail.
+    configmaps = "/api/v1/namespaces/default/configmaps"
+    body = b'{"metadata": {"name": "odd"}, "data": {"k": "\\ud800x"}}'
+    code, created = await raw(http, "POST", configmaps, body)
+    assert code == 201 and created["data"] == {"k": "\ufffdx"}
+    code, listed = await http.get(configmaps)
+    assert code == 200 and [c["data"] for c in listed["items"]] == [{"k": "\ufffdx"}]

@@ -3,7 +3,8 @@
 - A body over ``MAX_REQUEST_BYTES`` (3 MiB, kube-apiserver's ``MaxRequestBodyBytes``)
   is refused with 413 ``Request entity too large: limit is 3145728`` before it is read
   whole, as ``limitedReadBody`` does.
-- JSON must be JSON: ``NaN``, ``Infinity`` and numbers beyond a float64 are refused;
+- JSON must be JSON: ``NaN``, ``Infinity`` and numbers beyond a float64 are refused,
+  and an unpaired ``\\uD800`` becomes U+FFFD as Go's decoder makes it;
   YAML is converted to JSON as sigs.k8s.io/yaml converts it (timestamps stay strings,
   map keys become strings, ``!!binary`` becomes text, ``.nan`` / ``.inf`` are refused)
   and its aliases may expand only as far as go-yaml lets them (``allowedAliasRatio``,
@@ -26,6 +27,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from typing import Any, Final
 
 import yaml
@@ -37,6 +39,8 @@ MAX_REQUEST_BYTES: Final = 3 * 1024 * 1024
 MAX_OBJECT_BYTES: Final = MAX_REQUEST_BYTES
 MAX_DEPTH: Final = 100
 _LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# An escaped UTF-16 surrogate: JSON may leave one unpaired, which no encoder can write.
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\[uU]0*[dD][89a-fA-F]")
 _TAG: Final = "tag:yaml.org,2002:"
 
 
@@ -114,10 +118,13 @@ def _finite(text: str) -> float:
     return number
 
 
+_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite)
+
+
 def decode_json(body: bytes) -> Any:
     """Parse JSON as Go's decoder would accept it; raises ``DecodeError``."""
     try:
-        value = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite)
+        value = _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
     except RecursionError:
         raise DecodeError("exceeded max depth") from None
     except ValueError as error:  # JSONDecodeError, bad UTF-8, too many digits, ours
@@ -125,6 +132,21 @@ def decode_json(body: bytes) -> Any:
     many = isinstance(value, dict | list) and body.count(b"{") + body.count(b"[") > MAX_DEPTH
     if many and depth_exceeded(value):
         raise DecodeError("exceeded max depth")
+    return without_lone_surrogates(value) if _SURROGATE_ESCAPE.search(body) else value
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """Unpaired surrogates replaced by U+FFFD, as Go's decoders replace them (Python's
+    keeps them, and then nothing can encode the object again)."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            without_lone_surrogates(key): without_lone_surrogates(item)
+            for key, item in value.items()
+        }
     return value
 
 
@@ -253,7 +275,8 @@ def decode_yaml(body: bytes) -> Any:
     if node is None:
         return None
     try:
-        return _YamlToJson().value(node, 0)
+        value = _YamlToJson().value(node, 0)
+        return without_lone_surrogates(value) if _SURROGATE_ESCAPE.search(body) else value
     except yaml.YAMLError as error:
         raise DecodeError(f"yaml: {error}") from None
     except RecursionError:

@@ -67,7 +67,26 @@ Node = Scalar | List | Map | Struct
 
 
 class _TypeMismatch(Exception):
-    pass
+    """A value ``node`` cannot hold. The JSON path and the innermost struct are added as
+    the check unwinds, so a value that fits costs no path building."""
+
+    def __init__(self, shown: str, node: Node, *, plain: str = "") -> None:
+        super().__init__(shown)
+        self.shown = shown
+        self.node = node
+        self.plain = plain  # a message worded without the field (Time, IntOrString)
+        self.keys: list[str] = []
+        self.owner: Struct | None = None
+
+    def message(self, root: Struct) -> str:
+        path = ".".join(reversed(self.keys))
+        if self.plain:
+            return self.plain.format(path=path)
+        owner = self.owner or root
+        return (
+            f"json: cannot unmarshal {self.shown} into Go struct field {owner.name}.{path} "
+            f"of type {self.node.go}"
+        )
 
 
 def string(go: str = "string") -> Scalar:
@@ -126,10 +145,11 @@ def check_types(kind: str, version: str, obj: Any, schema: Struct) -> None:
     """Raise the 400 kube-apiserver's decoder answers for ``obj`` (a ``kind`` written
     at ``version``), if any."""
     try:
-        _check(obj, schema, schema, "")
+        _struct(obj, schema)
     except _TypeMismatch as mismatch:
         raise errors.bad_request(
-            f'{kind} in version "{version}" cannot be handled as a {kind}: {mismatch}'
+            f'{kind} in version "{version}" cannot be handled as a {kind}: '
+            f"{mismatch.message(schema)}"
         ) from None
 
 
@@ -145,60 +165,72 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
-def _mismatch(shown: str, owner: Struct, path: str, node: Node) -> _TypeMismatch:
-    return _TypeMismatch(
-        f"json: cannot unmarshal {shown} into Go struct field {owner.name}.{path} of type {node.go}"
-    )
+def _check(value: Any, node: Node) -> None:
+    if value is not None:
+        _CHECKS[type(node)](value, node)
 
 
-def _check(value: Any, node: Node, owner: Struct, path: str) -> None:
-    if value is None:
-        return
-    if isinstance(node, Struct):
-        if not isinstance(value, dict):
-            raise _mismatch(_json_kind(value), owner, path, node)
-        for key, item in value.items():
-            child = node.fields.get(key)
-            if child is not None:
-                _check(item, child, node, f"{path}.{key}" if path else key)
-    elif isinstance(node, List):
-        if not isinstance(value, list):
-            raise _mismatch(_json_kind(value), owner, path, node)
-        if node.elem is not None:
-            for item in value:
-                _check(item, node.elem, owner, path)
-    elif isinstance(node, Map):
-        if not isinstance(value, dict):
-            raise _mismatch(_json_kind(value), owner, path, node)
-        if node.elem is not None:
-            for item in value.values():
-                _check(item, node.elem, owner, path)
-    else:
-        _check_scalar(value, node, owner, path)
+def _struct(value: Any, node: Any) -> None:
+    if type(value) is not dict:
+        raise _TypeMismatch(_json_kind(value), node)
+    fields = node.fields
+    for key, item in value.items():
+        child = fields.get(key)
+        if child is not None and item is not None:
+            try:
+                _CHECKS[type(child)](item, child)
+            except _TypeMismatch as mismatch:
+                mismatch.keys.append(key)
+                if mismatch.owner is None:
+                    mismatch.owner = node
+                raise
 
 
-def _check_scalar(value: Any, node: Scalar, owner: Struct, path: str) -> None:
-    if node.kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _mismatch(_json_kind(value), owner, path, node)
+def _list(value: Any, node: Any) -> None:
+    if type(value) is not list:
+        raise _TypeMismatch(_json_kind(value), node)
+    if node.elem is not None:
+        for item in value:
+            _check(item, node.elem)
+
+
+def _map(value: Any, node: Any) -> None:
+    if type(value) is not dict:
+        raise _TypeMismatch(_json_kind(value), node)
+    if node.elem is not None:
+        for item in value.values():
+            _check(item, node.elem)
+
+
+def _scalar(value: Any, node: Any) -> None:
+    kind = node.kind
+    if kind == "string":
+        if type(value) is not str:
+            raise _TypeMismatch(_json_kind(value), node)
+    elif kind == "int":
+        if type(value) is not int:
+            shown = f"number {value}" if type(value) is float else _json_kind(value)
+            raise _TypeMismatch(shown, node)
         limit = 1 << (node.bits - 1)
-        if isinstance(value, float) or not -limit <= value < limit:
-            raise _mismatch(f"number {value}", owner, path, node)
-    elif node.kind == "bool":
-        if not isinstance(value, bool):
-            raise _mismatch(_json_kind(value), owner, path, node)
-    elif node.kind in _TIME_LAYOUTS:
+        if not -limit <= value < limit:
+            raise _TypeMismatch(f"number {value}", node)
+    elif kind == "bool":
+        if type(value) is not bool:
+            raise _TypeMismatch(_json_kind(value), node)
+    elif kind in _TIME_LAYOUTS:
         # metav1.Time / MicroTime decode a string themselves, without the field's context.
-        if not isinstance(value, str):
-            raise _TypeMismatch(
-                f"json: cannot unmarshal {_json_kind(value)} into Go value of type string"
-            )
-        pattern, layout, why = _TIME_LAYOUTS[node.kind]
+        if type(value) is not str:
+            plain = f"json: cannot unmarshal {_json_kind(value)} into Go value of type string"
+            raise _TypeMismatch("", node, plain=plain)
+        pattern, layout, why = _TIME_LAYOUTS[kind]
         if pattern.fullmatch(value) is None:
-            raise _TypeMismatch(f'{path}: parsing time "{value}" as "{layout}": {why}')
-    elif node.kind == "intorstring":
-        if isinstance(value, bool) or not isinstance(value, int | str):
-            shown = f"number {value}" if isinstance(value, float) else _json_kind(value)
-            raise _TypeMismatch(f"json: cannot unmarshal {shown} into Go value of type int32")
-    elif not isinstance(value, str):
-        raise _mismatch(_json_kind(value), owner, path, node)
+            shown = value.replace("{", "{{").replace("}", "}}")
+            plain = f'{{path}}: parsing time "{shown}" as "{layout}": {why}'
+            raise _TypeMismatch("", node, plain=plain)
+    elif kind == "intorstring" and type(value) not in (int, str):
+        shown = f"number {value}" if type(value) is float else _json_kind(value)
+        plain = f"json: cannot unmarshal {shown} into Go value of type int32"
+        raise _TypeMismatch("", node, plain=plain.replace("{", "{{").replace("}", "}}"))
+
+
+_CHECKS: Final[dict[type, Any]] = {Struct: _struct, List: _list, Map: _map, Scalar: _scalar}
