@@ -34,7 +34,7 @@ from troupe.api.objects import Pod, PodCondition
 from troupe.api.podinfo import PodInfo
 from troupe.api.status import Code, Status
 from troupe.api.watches import ObjectKind
-from troupe.sim.apiserver.patch import merge_patch, strategic_merge_patch
+from troupe.sim.apiserver.machinery.patch import merge_patch, strategic_merge_patch
 
 
 @dataclass
