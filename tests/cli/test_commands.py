@@ -37,6 +37,14 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().out.strip() == f"troupe {__version__}"
 
 
+def test_the_version_flag_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    # ``troupe --version``: what the image's smoke test runs (scripts/build-image).
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"troupe {__version__}"
+
+
 def test_a_good_profile_is_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "profile.yaml"
     f.write_text(GOOD)
