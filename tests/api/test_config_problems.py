@@ -97,7 +97,7 @@ BAD_CASES: list[tuple[str, dict[str, Any] | str, list[str]]] = [
     (
         "a misspelt profile key",
         config({"plugin": {}}),
-        ["profiles[0].plugin: unknown field"],
+        ["profiles[0].plugin: unknown field, did you mean 'plugins'?"],
     ),
     (
         "a negative profile percentage",
@@ -119,7 +119,10 @@ BAD_CASES: list[tuple[str, dict[str, Any] | str, list[str]]] = [
                 }
             }
         ),
-        ["profiles[0].plugins.filter.enabled[2].name: unknown plugin 'NodeResourcesFitt'"],
+        [
+            "profiles[0].plugins.filter.enabled[2].name: unknown plugin 'NodeResourcesFitt', "
+            "did you mean 'NodeResourcesFit'?"
+        ],
     ),
     (
         "an unknown multiPoint plugin",
@@ -248,7 +251,10 @@ BAD_CASES: list[tuple[str, dict[str, Any] | str, list[str]]] = [
     (
         "an unknown args field",
         config({"pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategyy": {}}}]}),
-        ["profiles[0].pluginConfig[0].args.scoringStrategyy: unknown field"],
+        [
+            "profiles[0].pluginConfig[0].args.scoringStrategyy: unknown field, "
+            "did you mean 'scoringStrategy'?"
+        ],
     ),
     (
         "args tagged with another plugin's kind",
@@ -337,7 +343,7 @@ def test_every_problem_is_reported_at_once() -> None:
 def test_a_profile_with_a_bad_key_still_has_its_plugin_config_checked() -> None:
     raw = config({"plugin": {}, "pluginConfig": [{"name": "Nope"}]})
     assert problems_of(raw) == [
-        "profiles[0].plugin: unknown field",
+        "profiles[0].plugin: unknown field, did you mean 'plugins'?",
         "profiles[0].pluginConfig[0].name: unknown plugin 'Nope'",
     ]
 

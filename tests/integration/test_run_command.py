@@ -48,9 +48,10 @@ async def test_a_bad_profile_fails_at_start_with_the_offending_key(tmp_path: Pat
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 1
     problems = [e["err"] for e in json_lines(err) if e["msg"] == "invalid configuration"]
-    assert "profiles[0].plugins.filter.enabled[0].name: unknown plugin 'NodeResourcesFitt'" in (
-        problems
-    )
+    assert (
+        "profiles[0].plugins.filter.enabled[0].name: unknown plugin 'NodeResourcesFitt', "
+        "did you mean 'NodeResourcesFit'?"
+    ) in problems
 
 
 async def test_an_unreachable_api_server_fails_at_start_naming_it(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ pass; the model and its error wording live in ``troupe.api.config_model``.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ import pydantic
 import yaml
 from pydantic import ValidationError
 
+from troupe.api.config_errors import did_you_mean
 from troupe.api.config_model import (
     API_VERSION,
     EXTENSION_POINTS,
@@ -207,20 +209,21 @@ def _resolve_profile(
     prefix = f"profiles[{i}]"
     for point in (MULTI_POINT, *EXTENSION_POINTS):
         problems.extend(_plugin_set_problems(f"{prefix}.plugins.{point}", point, model, catalog))
+    # A point whose list names an unknown plugin (there or at multiPoint) was already
+    # reported; its count of queue-sort or bind plugins would only repeat that typo.
+    misnamed = {
+        point
+        for point in (MULTI_POINT, *EXTENSION_POINTS)
+        if any(p.name not in catalog for p in model.plugins.at(point).enabled)
+    }
     multipoint = _merge_multipoint(defaults, model.plugins.multi_point, catalog)
     points = {
         point: _expand(point, multipoint, model.plugins.at(point), catalog)
         for point in EXTENSION_POINTS
     }
-    queue_sort = [ref.name for ref in points["queueSort"]]
-    if not queue_sort:
-        problems.append(f"{prefix}.plugins.queueSort: exactly one queue-sort plugin is required")
-    elif len(queue_sort) > 1:
-        problems.append(
-            f"{prefix}.plugins.queueSort: only one queue-sort plugin may be enabled, "
-            f"found {queue_sort}"
-        )
-    if not points["bind"]:
+    if not {"queueSort", MULTI_POINT} & misnamed:
+        problems.extend(_queue_sort_problems(prefix, [ref.name for ref in points["queueSort"]]))
+    if not points["bind"] and not {"bind", MULTI_POINT} & misnamed:
         problems.append(f"{prefix}.plugins.bind: at least one bind plugin is required")
 
     configured = _plugin_config_args(("profiles", i), model, catalog, problems)
@@ -254,6 +257,17 @@ def _resolve_profile(
     )
 
 
+def _queue_sort_problems(prefix: str, queue_sort: list[str]) -> list[str]:
+    if not queue_sort:
+        return [f"{prefix}.plugins.queueSort: exactly one queue-sort plugin is required"]
+    if len(queue_sort) > 1:
+        return [
+            f"{prefix}.plugins.queueSort: only one queue-sort plugin may be enabled, "
+            f"found {queue_sort}"
+        ]
+    return []
+
+
 def _plugin_set_problems(
     path: str, point: str, model: KubeSchedulerProfile, catalog: Catalog
 ) -> list[str]:
@@ -263,7 +277,7 @@ def _plugin_set_problems(
         at = f"{path}.enabled[{j}]"
         descriptor = catalog.get(plugin.name)
         if descriptor is None:
-            out.append(f"{at}.name: unknown plugin {plugin.name!r}")
+            out.append(f"{at}.name: {unknown_plugin(plugin.name, catalog)}")
         elif point != MULTI_POINT and point not in descriptor.extension_points:
             out.append(f"{at}.name: plugin {plugin.name!r} does not implement {point}")
         if plugin.name in seen:
@@ -345,7 +359,7 @@ def _plugin_config_args(
         path = format_loc(loc)
         descriptor = catalog.get(entry.name)
         if descriptor is None:
-            problems.append(f"{path}.name: unknown plugin {entry.name!r}")
+            problems.append(f"{path}.name: {unknown_plugin(entry.name, catalog)}")
             continue
         if entry.name in first_at:
             problems.append(
@@ -361,10 +375,24 @@ def _plugin_config_args(
                 problems.append(f"{path}.args: plugin {entry.name!r} takes no args")
             continue
         try:
-            out[entry.name] = descriptor.args_model.model_validate(args)
+            out[entry.name] = validate_args(descriptor.args_model, args)
         except ValidationError as exc:
-            problems.extend(validation_problems(exc, (*loc, "args")))
+            problems.extend(validation_problems(exc, (*loc, "args"), descriptor.args_model))
     return out
+
+
+def unknown_plugin(name: str, catalog: Catalog) -> str:
+    return f"unknown plugin {name!r}{did_you_mean(name, catalog)}"
+
+
+def validate_args(args_model: type[pydantic.BaseModel], args: Mapping[str, Any]) -> Any:
+    """A plugin's args as kube-scheduler decodes them: from JSON, strictly. A quoted
+    number (``"10"``), a quoted bool (``"true"``) or a fraction where an integer goes
+    is an error, as Go's decoder makes it, where pydantic's default mode would
+    convert it. Through JSON so nested objects are read as mappings in strict mode
+    too (a strict Python validation wants instances of the nested dataclasses)."""
+    text = json.dumps(args, default=str)
+    return args_model.model_validate_json(text, strict=True)
 
 
 # --- across profiles ---------------------------------------------------------------

@@ -10,21 +10,25 @@ the way upstream's strict decoder does, and add troupe's own top-level settings
 
 Only ``troupe.api.config`` calls this module: it validates the top level and each
 profile separately (so one bad section does not hide the others), applies the
-cross-field rules of upstream ``ValidateKubeSchedulerConfiguration``, and turns
-pydantic's errors into upstream-style ``field.path[0].sub: message`` lines that end
-up together in one ``ConfigError``. Plugin names and args are checked there, against
-the plugin catalog.
+cross-field rules of upstream ``ValidateKubeSchedulerConfiguration``, and collects
+every problem into one ``ConfigError`` (worded by ``troupe.api.config_errors``). The
+models are strict, as upstream's decoder: ``weight: "5"`` is an error, not 5. Plugin
+names and args are checked there, against the plugin catalog.
 """
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
-from pydantic_core import ErrorDetails
+
+from troupe.api.config_errors import Loc, format_loc, validation_problems
+
+__all__ = ["Loc", "format_loc", "validation_problems"]
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -56,7 +60,6 @@ EXTENSION_POINTS: tuple[str, ...] = (
 
 MULTI_POINT = "multiPoint"
 
-Loc = tuple[str | int, ...]
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
@@ -251,19 +254,67 @@ class KubeSchedulerConfiguration(ConfigModel):
 def validate_leniently(
     model: type[ModelT], data: Mapping[str, Any], prefix: Loc, problems: list[str]
 ) -> tuple[ModelT | None, set[str]]:
-    """Validate ``data``; on errors report them, drop the offending keys and retry."""
+    """Validate ``data``; on errors report them, drop what they point at and retry.
+
+    Only the offending value goes (a profile's ``weight: "5"`` drops that weight, not
+    the profile's ``plugins``), so the rest is still checked and one mistake is
+    reported once. Returns the model (None if nothing usable is left) and the
+    top-level keys that had errors, whose cross-field rules the caller skips."""
     try:
         return model.model_validate(data), set()
     except ValidationError as exc:
-        problems.extend(validation_problems(exc, prefix))
-        bad = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
-    retry = {k: v for k, v in data.items() if k not in bad}
+        problems.extend(validation_problems(exc, prefix, model))
+        errors = exc.errors()
+    bad = {str(err["loc"][0]) for err in errors if err["loc"]}
+    retry: Any = copy.deepcopy(dict(data))
+    for _ in range(_RETRIES):
+        for loc in sorted((tuple(e["loc"]) for e in errors), key=_deepest_last_index_first):
+            retry = _without(retry, loc)
+        if model is KubeSchedulerConfiguration:
+            retry |= {"apiVersion": API_VERSION, "kind": KIND}
+        try:
+            return model.model_validate(retry), bad
+        except ValidationError as again:
+            errors = again.errors()
+    fallback = {k: v for k, v in data.items() if k not in bad}
     if model is KubeSchedulerConfiguration:
-        retry |= {"apiVersion": API_VERSION, "kind": KIND}
+        fallback |= {"apiVersion": API_VERSION, "kind": KIND}
     try:
-        return model.model_validate(retry), bad
+        return model.model_validate(fallback), bad
     except ValidationError:
         return None, bad
+
+
+# Dropping a value can uncover one more level (a required key now missing drops its
+# parent next round); nesting in a profile is shallower than this.
+_RETRIES = 6
+
+
+def _deepest_last_index_first(loc: tuple[str | int, ...]) -> tuple[int, list[int]]:
+    # List elements are removed from the highest index down, so earlier ones keep theirs.
+    return (-len(loc), [-p if isinstance(p, int) else 0 for p in loc])
+
+
+def _has(container: Any, key: str | int) -> bool:
+    if isinstance(container, dict):
+        return key in container
+    return isinstance(container, list) and isinstance(key, int) and 0 <= key < len(container)
+
+
+def _without(data: Any, loc: tuple[str | int, ...]) -> Any:
+    """``data`` without the value at ``loc``; its parent when ``loc`` does not exist
+    (a required key that is missing)."""
+    if not loc:
+        return data
+    parent = data
+    for part in loc[:-1]:
+        if not _has(parent, part):
+            return _without(data, loc[:-1])
+        parent = parent[part]
+    if not _has(parent, loc[-1]):
+        return _without(data, loc[:-1])
+    del parent[loc[-1]]
+    return data
 
 
 def validate_settings(raw: Mapping[Any, Any], problems: list[str]) -> KubeSchedulerConfiguration:
@@ -375,57 +426,3 @@ def pop_type_meta(path: str, name: str, args: dict[str, Any]) -> list[str]:
     if kind is not None and kind != f"{name}Args":
         out.append(f"{path}.args.kind: must be {name + 'Args'!r}, got {kind!r}")
     return out
-
-
-# --- errors ----------------------------------------------------------------------
-
-
-def format_loc(loc: Iterable[str | int]) -> str:
-    """``("profiles", 0, "plugins", "filter")`` -> ``profiles[0].plugins.filter``."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else part
-    return out
-
-
-def _short_repr(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _literal_choices(expected: str) -> str:
-    # pydantic renders Literal choices as "'A', 'B' or 'C'"; upstream lists them.
-    head, _, last = expected.rpartition(" or ")
-    items = [*head.split(", "), last] if head else [last]
-    return "[" + ", ".join(items) + "]"
-
-
-def _message(error: ErrorDetails) -> str:
-    kind = error["type"]
-    ctx = error.get("ctx", {})
-    value = error.get("input")
-    if kind == "extra_forbidden":
-        return "unknown field"
-    if kind == "missing":
-        return "required field"
-    if kind in ("literal_error", "enum"):
-        return f"{_short_repr(value)} is not one of {_literal_choices(str(ctx['expected']))}"
-    if kind in ("value_error", "assertion_error"):
-        return str(ctx.get("error", error["msg"]))
-    if kind in ("model_type", "dict_type", "model_attributes_type"):
-        return f"must be a mapping, got {_short_repr(value)}"
-    message = error["msg"].replace("Input should be", "must be")
-    return f"{message}, got {_short_repr(value)}"
-
-
-def validation_problems(error: ValidationError, prefix: Loc = ()) -> list[str]:
-    """One ``path: message`` line per pydantic error, each path under ``prefix``."""
-    problems = []
-    for detail in error.errors():
-        path = format_loc((*prefix, *detail["loc"]))
-        message = _message(detail)
-        problems.append(f"{path}: {message}" if path else message)
-    return problems

@@ -20,7 +20,7 @@ from typing import Any, Final, TypeVar
 
 from pydantic import Field, ValidationError
 
-from troupe.api.config_model import validation_problems
+from troupe.api.config_errors import validation_problems
 from troupe.api.objects import (
     KubeModel,
     KubeObject,
