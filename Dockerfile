@@ -1,5 +1,9 @@
 # troupe's container image: the scheduler only (no test or dev extras), non-root.
 #   docker build -t troupe:0.1.0 .
+# scripts/build-image builds the same image without Docker or a pulled base image
+# (Debian's python3 in a root filesystem made by mmdebstrap, committed with buildah):
+# keep the user, entry point, command, port and environment of the two in step
+# (tests/manifests/test_dockerfile.py, tests/image/test_build_image.py).
 # Runs as UID/GID 65532 with a read-only root filesystem (manifests/deployment.yaml);
 # bytecode is compiled at build time because nothing can be written at run time.
 

@@ -1,8 +1,15 @@
 """Reading ``manifests/`` for the manifest tests: every YAML document with its file,
-and lookups by kind and name."""
+what ``kubectl kustomize`` renders from them (``installed``: the default install plus
+the optional Prometheus Operator component, as a user's overlay adds it), and lookups
+by kind and name in that rendering."""
 
 from __future__ import annotations
 
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +18,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
+PROMETHEUS_COMPONENT = MANIFESTS / "components" / "prometheus"
 NAMESPACE = "troupe-system"
 SCHEDULER_NAME = "troupe-scheduler"
 
@@ -37,6 +45,51 @@ def yaml_files() -> list[Path]:
     return sorted(MANIFESTS.rglob("*.yaml"))
 
 
+def kubectl() -> str:
+    found = shutil.which("kubectl")
+    assert found, "kubectl is needed to render manifests/ (scripts/ensure-kubectl installs it)"
+    return found
+
+
+def kustomize(directory: Path) -> list[dict[str, Any]]:
+    """``kubectl kustomize DIRECTORY``, as documents."""
+    out = subprocess.run(
+        [kubectl(), "kustomize", str(directory)], capture_output=True, text=True, check=True
+    ).stdout
+    return [d for d in yaml.safe_load_all(out) if d is not None]
+
+
+def overlay_kustomization(base: Path, components: list[Path], at: Path) -> str:
+    """A user's overlay at ``at``: ``base`` with ``components`` (kustomize wants paths
+    relative to the overlay)."""
+    rel = [os.path.relpath(p, at) for p in (base, *components)]
+    return (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources: [{rel[0]}]\ncomponents: [{', '.join(rel[1:])}]\n"
+    )
+
+
+def kustomize_with(components: list[Path], base: Path = MANIFESTS) -> list[dict[str, Any]]:
+    """What an overlay adding ``components`` to ``base`` renders."""
+    with tempfile.TemporaryDirectory() as tmp:
+        overlay = Path(tmp)
+        (overlay / "kustomization.yaml").write_text(
+            overlay_kustomization(base, components, overlay)
+        )
+        return kustomize(overlay)
+
+
+@functools.cache
+def _rendered() -> tuple[dict[str, Any], ...]:
+    return tuple(kustomize_with([PROMETHEUS_COMPONENT]))
+
+
+@functools.cache
+def default_install() -> tuple[dict[str, Any], ...]:
+    """``kubectl kustomize manifests/``: what ``kubectl apply -k manifests/`` creates."""
+    return tuple(kustomize(MANIFESTS))
+
+
 def load_all() -> list[Manifest]:
     out = []
     for path in yaml_files():
@@ -46,8 +99,10 @@ def load_all() -> list[Manifest]:
 
 
 def installed() -> list[Manifest]:
-    """The objects ``kubectl apply -k manifests/`` creates (not examples, not kustomize's own)."""
-    return [m for m in load_all() if "examples" not in m.path.parts and m.kind != "Kustomization"]
+    """The objects an install with the Prometheus Operator component creates, as
+    ``kubectl kustomize`` renders them (generated ConfigMaps with their hashed names)."""
+    where = MANIFESTS / "kustomization.yaml"
+    return [Manifest(where, doc) for doc in _rendered()]
 
 
 def one(kind: str, name: str | None = None) -> dict[str, Any]:
@@ -56,8 +111,19 @@ def one(kind: str, name: str | None = None) -> dict[str, Any]:
     return found[0]
 
 
+def profile_config_map() -> dict[str, Any]:
+    """The generated ConfigMap of the profile (``troupe-scheduler-config-<hash>``)."""
+    found = [
+        m.doc
+        for m in installed()
+        if m.kind == "ConfigMap" and m.name.startswith("troupe-scheduler-config-")
+    ]
+    assert len(found) == 1, f"expected one profile ConfigMap, found {len(found)}"
+    return found[0]
+
+
 def scheduler_config_text() -> str:
     """The KubeSchedulerConfiguration inside the ConfigMap."""
-    data = one("ConfigMap", "troupe-scheduler-config")["data"]
+    data = profile_config_map()["data"]
     assert isinstance(data, dict) and list(data) == ["config.yaml"]
     return str(data["config.yaml"])

@@ -1,7 +1,8 @@
 """The metric names troupe exports, as the dashboard and alert tests see them.
 
 ``tests/manifests/test_metrics.py`` checks every series named in
-``manifests/dashboards/troupe.json`` and ``manifests/prometheusrule.yaml`` against
+``manifests/dashboards/troupe.json`` and
+``manifests/components/prometheus/prometheusrule.yaml`` against
 this list. It names the kube-scheduler series troupe exports under upstream's names;
 a histogram appears as its ``_bucket`` series (what ``histogram_quantile`` reads) or,
 when only its sum and count are queried, under its family name in

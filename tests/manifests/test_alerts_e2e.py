@@ -1,4 +1,5 @@
-"""The alerts of manifests/prometheusrule.yaml see what they are about in a real run.
+"""The alerts of manifests/components/prometheus/prometheusrule.yaml see what they are
+about in a real run.
 
 ``recorded_run`` (tests/manifests/production_run.py) scrapes ``/metrics`` at each
 phase of a leader's life: leading with a gang that never fits, after that gang was

@@ -11,7 +11,12 @@ from troupe.api.config import ConfigError, load_config
 from troupe.api.quantity import parse_quantity
 from troupe.plugins.registry import catalog, default_registry
 
-from tests.manifests.manifest_files import SCHEDULER_NAME, one, scheduler_config_text
+from tests.manifests.manifest_files import (
+    SCHEDULER_NAME,
+    one,
+    profile_config_map,
+    scheduler_config_text,
+)
 
 DEPLOYMENT = one("Deployment", "troupe-scheduler")
 POD = DEPLOYMENT["spec"]["template"]["spec"]
@@ -66,7 +71,8 @@ def test_config_flag_reads_the_configmap_key() -> None:
     directory, _, key = path.rpartition("/")
     (mount,) = [m for m in CONTAINER["volumeMounts"] if m["mountPath"] == directory]
     (volume,) = [v for v in POD["volumes"] if v["name"] == mount["name"]]
-    assert volume["configMap"]["name"] == "troupe-scheduler-config"
+    # The generated ConfigMap, by its hashed name (kustomization.yaml, configMapGenerator).
+    assert volume["configMap"]["name"] == profile_config_map()["metadata"]["name"]
     assert key == "config.yaml"  # the ConfigMap's only key (scheduler_config_text)
 
 

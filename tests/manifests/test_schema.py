@@ -173,7 +173,12 @@ CHECKS: dict[tuple[str, str], Callable[[dict[str, Any]], list[str]]] = {
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): _x_podgroup,
     ("scheduling.k8s.io/v1alpha1", "Workload"): _workload,
     ("kustomize.config.k8s.io/v1beta1", "Kustomization"): _nothing,
+    ("kustomize.config.k8s.io/v1alpha1", "Component"): _nothing,
+    # The profile: checked by troupe's loader (tests/manifests/test_deployment.py).
+    ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration"): _nothing,
 }
+# Files that are not API objects, so have no metadata.name.
+NOT_OBJECTS = {"Kustomization", "Component", "KubeSchedulerConfiguration"}
 
 ALL = load_all()
 
@@ -188,8 +193,8 @@ def test_every_yaml_file_parses_into_at_least_one_object() -> None:
 
 @pytest.mark.parametrize("m", ALL, ids=[m.where for m in ALL])
 def test_object_has_the_fields_its_kind_requires(m: Manifest) -> None:
-    # kustomize's own file is not an API object and has no name.
-    needs_name = m.kind != "Kustomization"
+    # kustomize's own files and the profile are not API objects and have no name.
+    needs_name = m.kind not in NOT_OBJECTS
     problems = ["metadata.name: required"] if needs_name and not m.name else []
     check = CHECKS.get((m.doc.get("apiVersion", ""), m.kind))
     assert check is not None, f"{m.where}: no check for {m.doc.get('apiVersion')} {m.kind}"
@@ -209,12 +214,29 @@ def test_every_installed_namespaced_object_is_in_troupe_system() -> None:
     assert wrong == []
 
 
-def test_the_kustomization_lists_exactly_the_installed_files() -> None:
-    kustomization = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
-    listed = {MANIFESTS / r for r in kustomization["resources"]}
-    assert all(p.is_file() for p in listed), "a listed resource does not exist"
-    files = {m.path for m in installed()}
-    assert listed == files
+def _referenced(kustomization: Path) -> set[Path]:
+    """The files a kustomization or component uses: resources and generator inputs."""
+    doc = yaml.safe_load(kustomization.read_text())
+    here = kustomization.parent
+    files = {here / r for r in doc.get("resources", [])}
+    for generator in doc.get("configMapGenerator", []):
+        files |= {here / f.rpartition("=")[2] for f in generator.get("files", [])}
+    return files
+
+
+def test_the_kustomizations_use_exactly_the_files_shipped() -> None:
+    # Every file under manifests/ but the examples and kustomize's own is used by the
+    # default kustomization or by the Prometheus Operator component, and exists.
+    used = _referenced(MANIFESTS / "kustomization.yaml") | _referenced(
+        MANIFESTS / "components" / "prometheus" / "kustomization.yaml"
+    )
+    assert all(p.is_file() for p in used), "a referenced file does not exist"
+    shipped = {
+        p
+        for p in MANIFESTS.rglob("*")
+        if p.is_file() and "examples" not in p.parts and p.name != "kustomization.yaml"
+    }
+    assert used == shipped
 
 
 def test_the_kustomization_image_is_the_one_the_deployment_runs() -> None:
