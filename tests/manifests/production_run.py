@@ -2,7 +2,7 @@
 every request the server saw recorded and ``/metrics`` scraped at each phase.
 
 ``troupe.cli.run.serve_elected`` (leader election on, the ConfigMap's profile from
-``manifests/config.yaml``) schedules plain pods, an unschedulable pod retried after a
+``manifests/scheduler-config.yaml``) schedules plain pods, an unschedulable pod retried after a
 bound pod is deleted (so its FailedScheduling event becomes a series), a scheduler-plugins
 PodGroup, a 1.36 PodGroup, a 1.35 Workload and a gang that never fits. Then bindings
 are refused with 403 (an RBAC mistake), and finally another holder takes the Lease,
