@@ -100,3 +100,38 @@ def test_sim_no_scheduler_misuse_is_a_usage_error(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "usage: troupe sim" in err and message in err
+
+
+COSCHEDULING_TYPOS = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: troupe-scheduler
+  plugins:
+    queueSort:
+      enabled: [{name: CoScheduling}]
+      disabled: [{name: "*"}]
+    score:
+      enabled: [{name: NodeResourcesFit, weight: "5"}]
+  pluginConfig:
+  - name: Coscheduling
+    args: {permitWaitingTimeSeconds: "10"}
+"""
+
+
+def test_a_coscheduling_profile_with_typos_gets_one_line_per_typo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The profile from issue 31: the misspelt queue-sort plugin is reported once, with
+    # the name meant; the quoted numbers are errors, as kube-scheduler makes them.
+    f = tmp_path / "profile.yaml"
+    f.write_text(COSCHEDULING_TYPOS)
+    assert main(["validate-config", str(f)]) == 1
+    lines = [line.removeprefix(f"{f}: ") for line in capsys.readouterr().err.splitlines()]
+    assert lines == [
+        "profiles[0].plugins.score.enabled[0].weight: must be a valid integer, got '5'",
+        "profiles[0].plugins.queueSort.enabled[0].name: unknown plugin 'CoScheduling', "
+        "did you mean 'Coscheduling'?",
+        "profiles[0].pluginConfig[0].args.permitWaitingTimeSeconds: must be a valid integer, "
+        "got '10'",
+    ]
