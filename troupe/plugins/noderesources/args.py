@@ -14,13 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 from troupe.api.resources import CPU, MEMORY
+from troupe.api.scoring import function_shape_errors
 from troupe.api.selectors import requirement_errors
 
 ScoringStrategyType = Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
-
-MAX_CUSTOM_PRIORITY_SCORE = 10
-"""Shape scores are 0..10 and scaled by 10 to node scores (upstream
-``config.MaxCustomPriorityScore``)."""
 
 
 class _Args(BaseModel):
@@ -54,27 +51,8 @@ class RequestedToCapacityRatioParam(_Args):
 
     @model_validator(mode="after")
     def _valid_shape(self) -> RequestedToCapacityRatioParam:
-        errors = []
-        if not self.shape:
-            errors.append("shape: Required value: at least one point must be specified")
-        for i in range(1, len(self.shape)):
-            if self.shape[i - 1].utilization >= self.shape[i].utilization:
-                errors.append(
-                    f"shape[{i}].utilization: Invalid value: {self.shape[i].utilization}: "
-                    "values must be sorted in increasing order"
-                )
-                break
-        for i, point in enumerate(self.shape):
-            if not 0 <= point.utilization <= 100:
-                errors.append(
-                    f"shape[{i}].utilization: Invalid value: {point.utilization}: "
-                    "not in valid range [0, 100]"
-                )
-            if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
-                errors.append(
-                    f"shape[{i}].score: Invalid value: {point.score}: "
-                    f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
-                )
+        points = [(p.utilization, p.score) for p in self.shape]
+        errors = function_shape_errors(points, "shape")
         if errors:
             raise ValueError("; ".join(errors))
         return self

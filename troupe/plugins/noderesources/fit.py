@@ -40,13 +40,13 @@ from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable, sum
 from troupe.api.objects import Node, Pod
 from troupe.api.podinfo import PodInfo
 from troupe.api.resources import PODS, node_allocatable, pod_requests
+from troupe.api.scoring import FunctionShape
 from troupe.api.status import SUCCESS, Status
 from troupe.plugins.noderesources import one_node
-from troupe.plugins.noderesources.args import MAX_CUSTOM_PRIORITY_SCORE, NodeResourcesFitArgs
+from troupe.plugins.noderesources.args import NodeResourcesFitArgs
 from troupe.plugins.noderesources.resource_allocation import (
     Column,
     PodDemand,
-    Shape,
     columns,
     is_extended,
     least_allocated,
@@ -117,10 +117,7 @@ class Fit:
         else:
             assert strategy.requested_to_capacity_ratio is not None  # validated by args
             points = strategy.requested_to_capacity_ratio.shape
-            scale = 100 // MAX_CUSTOM_PRIORITY_SCORE
-            shape = Shape(
-                tuple(p.utilization for p in points), tuple(p.score * scale for p in points)
-            )
+            shape = FunctionShape.of([(p.utilization, p.score) for p in points])
             self._scorer = lambda cols, n: requested_to_capacity_ratio(shape, cols, weights, n)
 
     # --- filter ------------------------------------------------------------------

@@ -30,6 +30,7 @@ from troupe.api.framework import MAX_NODE_SCORE
 from troupe.api.nodetable import BoolArray, IndexArray, IntArray, NodeTable
 from troupe.api.podinfo import PodInfo
 from troupe.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY
+from troupe.api.scoring import FunctionShape
 
 MAX_UTILIZATION = 100
 
@@ -178,34 +179,8 @@ def most_allocated(cols: Sequence[Column], weights: IntArray, n: int) -> IntArra
     return _mean_floor(*_fold(cols, weights, n, _most))
 
 
-def _trunc_div(numerator: IntArray, denominator: int) -> IntArray:
-    """Go integer division (towards zero) by a positive denominator."""
-    quotient: IntArray = np.abs(numerator) // denominator
-    return np.where(numerator < 0, -quotient, quotient)
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """A piecewise-linear utilization -> score function (upstream ``FunctionShape``),
-    with scores already scaled to node scores."""
-
-    utilization: tuple[int, ...]
-    score: tuple[int, ...]
-
-    def __call__(self, p: IntArray) -> IntArray:
-        """Upstream ``BuildBrokenLinearFunction``: the first point at or above ``p``
-        decides the segment; below the first point its score, above the last the
-        last score."""
-        u, s = self.utilization, self.score
-        out = np.full(p.shape, s[-1], dtype=np.int64)
-        for i in range(len(u) - 1, 0, -1):
-            value = s[i - 1] + _trunc_div((s[i] - s[i - 1]) * (p - u[i - 1]), u[i] - u[i - 1])
-            out = np.where(p <= u[i], value, out)
-        return np.where(p <= u[0], s[0], out)
-
-
 def requested_to_capacity_ratio(
-    shape: Shape, cols: Sequence[Column], weights: IntArray, n: int
+    shape: FunctionShape, cols: Sequence[Column], weights: IntArray, n: int
 ) -> IntArray:
     """Upstream ``buildRequestedToCapacityRatioScorerFunction``: the shape at the
     utilization percentage (100 when over-committed); only resources scoring above 0
