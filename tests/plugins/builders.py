@@ -38,6 +38,7 @@ from troupe.api.objects import (
     TaintEffect,
     Toleration,
     TopologySpreadConstraint,
+    Volume,
     WeightedPodAffinityTerm,
     WorkloadReference,
 )
@@ -370,6 +371,12 @@ class PodBuilder:
 
     def scheduling_group(self, pod_group_name: str) -> PodBuilder:
         self._pod.spec.scheduling_group = SchedulingGroup(pod_group_name=pod_group_name)
+        return self
+
+    def volume(self, volume: Volume) -> PodBuilder:
+        """Add a volume to ``spec.volumes`` (``tests/plugins/storage_builders.py``
+        builds the kinds the volume plugins read)."""
+        self._pod.spec.volumes = (*self._pod.spec.volumes, volume)
         return self
 
     def host_network(self) -> PodBuilder:

@@ -298,6 +298,73 @@ class SchedulingGroup(KubeModel):
     pod_group_name: str = ""
 
 
+# --- pod volumes ----------------------------------------------------------------------
+# Only the sources the volume plugins read (troupe.plugins.volumebinding, volumezone,
+# volumerestrictions, nodevolumelimits): claims, generic ephemeral volumes, the in-tree
+# disks whose conflicts VolumeRestrictions checks, and inline CSI volumes. Every other
+# source (configMap, secret, projected, emptyDir, ...) parses to a Volume with all of
+# these None and is ignored by them.
+
+
+@kube_model
+class PersistentVolumeClaimVolumeSource(KubeModel):
+    claim_name: str = ""
+    read_only: bool = False
+
+
+@kube_model
+class EphemeralVolumeSource(KubeModel):
+    """A generic ephemeral volume: only its presence matters to scheduling, since the
+    ephemeral volume controller creates its claim, named ``<pod>-<volume>``."""
+
+
+@kube_model
+class GCEPersistentDiskVolumeSource(KubeModel):
+    pd_name: str = ""
+    read_only: bool = False
+
+
+@kube_model
+class AWSElasticBlockStoreVolumeSource(KubeModel):
+    volume_id: str = Field(default="", alias="volumeID")
+    read_only: bool = False
+
+
+@kube_model
+class RBDVolumeSource(KubeModel):
+    monitors: list[str] = Field(default_factory=list)
+    image: str = ""
+    # The API server defaults the pool to "rbd".
+    pool: str = "rbd"
+    read_only: bool = False
+
+
+@kube_model
+class ISCSIVolumeSource(KubeModel):
+    iqn: str = ""
+    target_portal: str = ""
+    lun: int = 0
+    read_only: bool = False
+
+
+@kube_model
+class CSIVolumeSource(KubeModel):
+    driver: str = ""
+    read_only: bool | None = None
+
+
+@kube_model
+class Volume(KubeModel):
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    csi: CSIVolumeSource | None = None
+
+
 @kube_model
 class PodSpec(KubeModel):
     node_name: str = ""
@@ -317,6 +384,9 @@ class PodSpec(KubeModel):
     termination_grace_period_seconds: int | None = None
     workload_ref: WorkloadReference | None = None
     scheduling_group: SchedulingGroup | None = None
+    # A tuple, so a pod without volumes shares the empty default: nothing is built
+    # for it when it is parsed (docs/benchmarks.md "Pod volumes").
+    volumes: tuple[Volume, ...] = ()
 
 
 @kube_model
