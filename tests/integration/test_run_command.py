@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from troupe.sim.cluster import SimCluster
 from tests.integration.conftest import Bindings, eventually, pod
 
 
-async def run_troupe(*args: str) -> asyncio.subprocess.Process:
+async def run_troupe(*args: str, **popen: Any) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -28,7 +29,15 @@ async def run_troupe(*args: str) -> asyncio.subprocess.Process:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        **popen,
     )
+
+
+UNREACHABLE_KUBECONFIG = (
+    "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'http://127.0.0.1:9'}\n"
+    "users:\n- name: u\n  user: {}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+    "current-context: x\n"
+)
 
 
 def json_lines(err: bytes) -> list[dict[str, Any]]:
@@ -164,3 +173,36 @@ async def test_sigterm_during_a_burst_of_bindings_exits_cleanly_and_loses_nothin
         ),
     )
     assert bindings.twice() == []
+
+
+async def test_the_file_limit_is_raised_and_the_endpoints_stay_below_it(tmp_path: Path) -> None:
+    """Started with a soft file limit of 256, ``troupe run`` raises it to the hard
+    limit before serving, and holds at most --max-connections, at most a quarter of it."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(UNREACHABLE_KUBECONFIG)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def low_soft_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+
+    for flag, expected in ((100_000, hard // 4), (10, 10)):
+        proc = await run_troupe(
+            "--kubeconfig",
+            str(kubeconfig),
+            "--leader-elect=false",
+            "--max-connections",
+            str(flag),
+            preexec_fn=low_soft_limit,
+        )
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        (serving,) = [e for e in json_lines(err) if e["msg"].startswith("serving /metrics")]
+        assert serving["openFiles"] == hard
+        assert serving["maxConnections"] == min(expected, hard // 4)
+        assert serving["address"] == "0.0.0.0"
+
+
+async def test_a_connection_limit_below_one_fails_at_start() -> None:
+    proc = await run_troupe("--kubeconfig", "/nonexistent", "--max-connections", "0")
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1
+    assert any("--max-connections must be at least 1" in e["msg"] for e in json_lines(err))

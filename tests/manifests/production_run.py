@@ -177,6 +177,12 @@ async def _play(cluster: SimCluster, run: ProductionRun, tmp_path: Path) -> None
     task = asyncio.ensure_future(serve_elected(config, connection, options, probes, stop))
 
     async def snapshot(phase: str) -> None:
+        # /metrics is rendered at most once per metrics_max_age (as Prometheus, which
+        # scrapes every 15 s or more, never notices): wait that long between scrapes.
+        previous = max(run.scraped_at.values(), default=float("-inf"))
+        wait = previous + health.limits.metrics_max_age - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
         run.scrape_sent_at[phase] = time.monotonic()
         run.scrapes[phase] = await scrape(base)
         run.scraped_at[phase] = time.monotonic()

@@ -4,7 +4,9 @@ Loads the profile (a bad one fails here, naming every bad field) and connects to
 API server (in-cluster when no kubeconfig is given and ``KUBERNETES_SERVICE_HOST`` is
 set). It serves ``/metrics``, ``/healthz``, ``/livez`` and ``/readyz`` on
 ``--bind-address:--secure-port`` (default 0.0.0.0:10259, plain HTTP) before anything
-else, and ``/debug/troupe/explain`` with ``--debug-auth``: delegated to the API
+else, with header and idle timeouts and at most ``--max-connections`` connections
+(``troupe.kube.health``; the soft file limit is first raised to the hard one, as Go
+programs do), and ``/debug/troupe/explain`` with ``--debug-auth``: delegated to the API
 server's TokenReview and SubjectAccessReview as kube-scheduler's ``/debug/*``, or a
 shared ``--debug-token-file`` (docs/explain.md). With ``leaderElection.leaderElect``
 (the default; ``--leader-elect=false`` turns it off) it stands by until it holds the
@@ -33,7 +35,8 @@ from troupe.api.config import ConfigError, ResolvedConfig
 from troupe.cli.profile import load_profile
 from troupe.kube import KubeClient, KubeConnectionError, check_reachable, connect
 from troupe.kube.debug_auth import DebugAuth, DelegatedAuth, ReviewServer, StaticToken
-from troupe.kube.health import DEFAULT_PORT, HealthServer
+from troupe.kube.health import DEFAULT_HOST, DEFAULT_PORT, HealthServer
+from troupe.kube.http_guard import ServingLimits, raise_open_file_limit
 from troupe.kube.leader import LeaderElector, Outcome
 from troupe.kube.transport import USER_AGENT
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon, StartupError
@@ -63,7 +66,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds in-flight bindings get to finish on SIGTERM",
     )
     p.add_argument(
-        "--bind-address", default="0.0.0.0", help="address of /metrics, /healthz, /readyz"
+        "--bind-address",
+        default=DEFAULT_HOST,
+        help="address of /metrics, /healthz, /readyz (default all addresses: the kubelet "
+        "probes the pod IP; the manifests' NetworkPolicy limits who else connects)",
     )
     p.add_argument(
         "--secure-port",
@@ -72,6 +78,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_PORT,
         help="port of /metrics, /healthz, /readyz (plain HTTP; put TLS in front)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=ServingLimits().max_connections,
+        help="connections the endpoints hold at once (at most a quarter of the file "
+        "limit); at the limit a new one replaces a stalled one, so probes get in",
     )
     p.add_argument(
         "--debug-auth",
@@ -116,6 +129,7 @@ class Options:
     leader_elect: bool
     bind_address: str
     port: int
+    max_connections: int = ServingLimits().max_connections
     # The lease holder identity; empty: a fresh one (``identity()``).
     identity: str = ""
     # The bearer token of /debug/troupe/explain (debug_auth "token").
@@ -153,6 +167,9 @@ def main(args: argparse.Namespace) -> int:
     in_cluster = kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
     if kubeconfig is None and not in_cluster:
         kubeconfig = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    if args.max_connections < 1:
+        log.error("--max-connections must be at least 1", got=args.max_connections)
+        return 1
     mode = args.debug_auth or ("token" if args.debug_token_file else "")
     if mode == "token" and not args.debug_token_file:
         log.error("--debug-auth=token needs --debug-token-file")
@@ -190,6 +207,7 @@ def main(args: argparse.Namespace) -> int:
         ),
         bind_address=args.bind_address,
         port=args.port,
+        max_connections=args.max_connections,
         identity=me,
         debug_token=debug_token,
         debug_auth=mode,
@@ -236,6 +254,8 @@ async def serve(config: ResolvedConfig, connection: Connection, options: Options
         debug_auth = await _debug_auth(connection, options)
     except KubeConnectionError as exc:
         return _cannot_start(exc)
+    # As Go's runtime: the soft file limit up to the hard one (connections, watches).
+    open_files = raise_open_file_limit()
     # First, so probes and scrapes answer while standing by and while caches sync.
     health = HealthServer(
         options.bind_address,
@@ -245,6 +265,7 @@ async def serve(config: ResolvedConfig, connection: Connection, options: Options
         ready=probes.ready,
         explain=daemon.explain,
         debug_auth=debug_auth,
+        limits=ServingLimits(max_connections=options.max_connections),
     )
     try:
         port = await health.start()
@@ -259,6 +280,8 @@ async def serve(config: ResolvedConfig, connection: Connection, options: Options
         address=options.bind_address,
         port=port,
         debug_auth=debug_auth.mode if debug_auth is not None else "off",
+        maxConnections=health.guard.limit,
+        openFiles=open_files,
     )
     if isinstance(debug_auth, DelegatedAuth):
         for problem in await debug_auth.probe():

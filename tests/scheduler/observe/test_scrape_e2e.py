@@ -18,6 +18,7 @@ from troupe.scheduler.service.daemon import SchedulerDaemon
 from troupe.sim.cluster import SimCluster
 
 from tests.integration.conftest import Bindings, eventually, pod
+from tests.kube.health_clients import Frozen
 
 PROFILE = "troupe-scheduler"
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -221,3 +222,51 @@ async def test_probes_follow_the_callbacks(live: bool, ready: bool, path: str, c
         await server.stop()
     assert status == code
     assert (body == "ok") == (code == 200)
+
+
+async def test_scrapers_in_a_loop_get_cached_renders_while_the_scheduler_binds(
+    cluster: SimCluster, daemon: SchedulerDaemon
+) -> None:
+    """Sixteen clients scrape as fast as they can while 60 pods are scheduled and
+    bound: with the clock frozen, the registry is rendered once, and every scrape is
+    answered from that copy."""
+    clock = Frozen()
+    server = HealthServer(
+        "127.0.0.1",
+        0,
+        daemon.metrics_registry,
+        live=lambda: daemon.healthy,
+        ready=lambda: daemon.ready,
+        clock=clock,
+    )
+    base = f"http://127.0.0.1:{await server.start()}"
+    bindings = Bindings(cluster)
+    done = asyncio.Event()
+    scrapes = 0
+
+    async def scrape_until_done(session: aiohttp.ClientSession) -> None:
+        nonlocal scrapes
+        while not done.is_set():
+            async with session.get(base + "/metrics") as resp:
+                assert resp.status == 200
+                await resp.read()
+            scrapes += 1
+
+    try:
+        async with aiohttp.ClientSession() as session:
+            scrapers = [asyncio.ensure_future(scrape_until_done(session)) for _ in range(16)]
+            for i in range(60):
+                cluster.store.create("pods", pod(f"p-{i}", cpu="100m"))
+            await eventually(lambda: len(bindings.node) == 60, timeout=60, what="60 pods bound")
+            done.set()
+            await asyncio.gather(*scrapers)
+        assert scrapes >= 16
+        assert server.metrics.renders == 1
+        # Once the interval has passed, a scrape sees the bindings.
+        clock.now += server.limits.metrics_max_age
+        samples = await scrape(base)
+        assert server.metrics.renders == 2
+        attempts = "scheduler_schedule_attempts_total"
+        assert get(samples, attempts, result="scheduled", profile=PROFILE) == 60
+    finally:
+        await server.stop()
