@@ -64,6 +64,34 @@ def test_the_servicemonitor_scrapes_the_service_port() -> None:
     ]
 
 
+NETWORK_POLICY = one("NetworkPolicy", "troupe-scheduler-metrics")["spec"]
+
+
+def test_the_network_policy_admits_only_prometheus_to_the_metrics_port() -> None:
+    """docs/operations.md, "The metrics port": Prometheus may connect, to that port
+    only; the kubelet's probes come from the node, which policies do not block."""
+    labels = DEPLOYMENT["spec"]["template"]["metadata"]["labels"]
+    assert NETWORK_POLICY["podSelector"]["matchLabels"].items() <= labels.items()
+    # Ingress only: egress to the API server stays open.
+    assert NETWORK_POLICY["policyTypes"] == ["Ingress"]
+    (rule,) = NETWORK_POLICY["ingress"]
+    assert [_container_port(p["port"]) for p in rule["ports"]] == [SERVE_PORT]
+    (peer,) = rule["from"]
+    # Both selectors in one peer: Prometheus pods of that namespace, not all of either.
+    assert peer["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "prometheus"}
+    assert set(peer["namespaceSelector"]["matchLabels"]) == {"kubernetes.io/metadata.name"}
+
+
+def test_the_probes_and_the_scrapes_use_the_port_the_network_policy_admits() -> None:
+    admitted = {_container_port(p["port"]) for r in NETWORK_POLICY["ingress"] for p in r["ports"]}
+    probes = {
+        _container_port(CONTAINER[p]["httpGet"]["port"])
+        for p in ("livenessProbe", "readinessProbe")
+    }
+    (service_port,) = SERVICE["spec"]["ports"]
+    assert probes | {_container_port(service_port["targetPort"])} == admitted
+
+
 def test_config_flag_reads_the_configmap_key() -> None:
     args = CONTAINER["args"]
     assert CONTAINER["command"] == ["troupe"] and args[0] == "run"

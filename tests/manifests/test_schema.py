@@ -101,6 +101,18 @@ def _pdb(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def _network_policy(doc: dict[str, Any]) -> list[str]:
+    spec = doc.get("spec", {})
+    out = [] if "podSelector" in spec else ["spec.podSelector: required"]
+    types = spec.get("policyTypes") or []
+    out += [f"spec.policyTypes: unknown {t!r}" for t in types if t not in ("Ingress", "Egress")]
+    for i, rule in enumerate(spec.get("ingress") or []):
+        for j, port in enumerate(rule.get("ports") or []):
+            if port.get("protocol", "TCP") not in ("TCP", "UDP", "SCTP"):
+                out.append(f"spec.ingress[{i}].ports[{j}].protocol: TCP, UDP or SCTP")
+    return out
+
+
 def _service_monitor(doc: dict[str, Any]) -> list[str]:
     spec = doc.get("spec", {})
     out = [] if spec.get("selector") else ["spec.selector: required"]
@@ -163,6 +175,7 @@ CHECKS: dict[tuple[str, str], Callable[[dict[str, Any]], list[str]]] = {
     ("apps/v1", "Deployment"): _deployment,
     ("batch/v1", "Job"): _job,
     ("policy/v1", "PodDisruptionBudget"): _pdb,
+    ("networking.k8s.io/v1", "NetworkPolicy"): _network_policy,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): _rules,
     ("rbac.authorization.k8s.io/v1", "Role"): _rules,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): _binding,
