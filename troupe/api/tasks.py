@@ -123,7 +123,10 @@ class WorkerPool:
     (the scheduling loop) then starts that many coroutines in one go, whose requests
     leave together, instead of one for each response that comes back: a server (and
     this process) woken once for several requests spends far less per request than
-    one woken for each."""
+    one woken for each.
+
+    ``resize`` changes ``limit`` and ``refill`` while the pool runs (the binding
+    concurrency follows the API server's latency: ``troupe.scheduler.loop.binding_limit``)."""
 
     def __init__(self, name: str, limit: int, refill: int = 1) -> None:
         self.name = name
@@ -158,12 +161,26 @@ class WorkerPool:
                 self._slot_waiters.remove(granted)
             raise
 
+    def resize(self, limit: int, refill: int = 1) -> None:
+        """From now on at most ``limit`` coroutines at once, refilled ``refill`` at a time
+        (the binding concurrency follows the API server's latency). Growing grants
+        waiters at once; shrinking lets the running coroutines finish and grants no
+        slot until fewer than ``limit`` run."""
+        limit = max(1, limit)
+        self._free += limit - self.limit
+        self.limit = limit
+        self.refill = min(max(1, refill), limit)
+        self._grant()
+
     def _release(self) -> None:
         self._free += 1
+        self._grant()
+
+    def _grant(self) -> None:
         if self._free < self.refill and self._running:
             return  # a waiter is woken once enough slots are free for a batch
         waiters = self._slot_waiters
-        while waiters and self._free:
+        while waiters and self._free > 0:
             granted = waiters.popleft()
             if not granted.done():
                 self._free -= 1
