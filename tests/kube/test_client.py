@@ -138,6 +138,47 @@ async def test_writes_wait_for_the_qps_limiter() -> None:
     assert len(t.sent) == 2
 
 
+class SlowTransport(FakeTransport):
+    """Every answer takes ``seconds`` of the fake clock."""
+
+    def __init__(self, clock: FakeClock, seconds: float) -> None:
+        super().__init__()
+        self.clock, self.seconds = clock, seconds
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        self.clock.advance(self.seconds)
+        return await super().request(method, path, **kwargs)
+
+
+async def test_binding_latencies_count_the_request_and_not_the_wait_for_a_token() -> None:
+    clock = FakeClock()
+    t = SlowTransport(clock, 0.3)
+    c = client(t, clock, qps=2.0, burst=1)
+    assert c.write_qps == 2.0
+    await c.bind(pod(), "n1")
+    second = asyncio.create_task(c.bind(pod(), "n2"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not second.done()  # waits 0.2 s more for its token
+    clock.advance(0.2)
+    await second
+    assert c.take_binding_latencies() == pytest.approx([0.3, 0.3])
+    assert c.take_binding_latencies() == []  # taken
+
+
+async def test_only_answered_binding_attempts_are_timed() -> None:
+    clock = FakeClock()
+    t = SlowTransport(clock, 0.1)
+    t.script("POST", BINDING, reply(503), ApiError(0, "connection reset"), reply(201))
+    t.script("PATCH", STATUS, reply(200))
+    c = client(t, clock)
+    assert c.write_qps is None  # qps -1: no limiter
+    await c.bind(pod(), "n1")
+    await c.patch_pod_status(pod(), UNSCHED, None)
+    # The 503 and the success; the reset had no answer, the status patch is no binding.
+    assert c.take_binding_latencies() == pytest.approx([0.1, 0.1])
+
+
 # --- pod status ---------------------------------------------------------------------------
 
 UNSCHED = PodCondition(

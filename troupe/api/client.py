@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from troupe.api.objects import Pod, PodCondition
 from troupe.api.watches import ObjectKind
@@ -179,4 +179,21 @@ class SchedulerClient(Protocol):
         """PATCH the object (or its ``subresource``); the object as patched. Raises
         ApiError (``is_not_found``; ``is_conflict`` when a ``resourceVersion`` in the
         patch is stale)."""
+        ...
+
+
+@runtime_checkable
+class TimesBindings(Protocol):
+    """A ``SchedulerClient`` that times its binding requests, so the number of bindings
+    in flight can follow the API server's latency (``troupe.scheduler.loop.binding_limit``).
+    ``troupe.kube.KubeClient`` is one; test doubles need not be."""
+
+    @property
+    def write_qps(self) -> float | None:
+        """Writes per second the client's rate limiter lets out; None: no limit."""
+        ...
+
+    def take_binding_latencies(self) -> list[float]:
+        """Seconds each binding request answered since the last call took, from the
+        moment it left (after the rate limiter) to its response; forgets them."""
         ...

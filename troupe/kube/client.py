@@ -8,13 +8,17 @@ through ``get_object``, ``create_object``, ``update_object``, ``update_object_st
 and ``patch_object`` (``object_client``). Every write attempt takes a token
 from the ``clientConnection.qps/burst`` bucket and runs under the bounded retry
 policy; bodies are serialized once with compact separators and sent as bytes,
-replies are read raw (no generated model objects on the hot path).
+replies are read raw (no generated model objects on the hot path). Each binding
+request is timed from the moment it leaves (after the rate limiter) to its answer;
+the scheduler takes those latencies to size its binding concurrency
+(``TimesBindings``, ``troupe.scheduler.loop.binding_limit``).
 """
 
 from __future__ import annotations
 
 import json
 import random
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -43,6 +47,9 @@ from troupe.kube.transport import (
 )
 
 log = structlog.get_logger("troupe.kube")
+
+BINDING_LATENCIES_KEPT = 4096
+"""Binding latencies kept until the scheduler takes them (once a second)."""
 
 
 def _dumps(obj: object) -> bytes:
@@ -161,6 +168,8 @@ class KubeClient:
         self._rng = rng or random.Random()
         self.retry = retry or RetryPolicy()
         self.limiter = TokenBucket(qps, burst, clock)
+        # Latencies of binding requests not yet taken (``take_binding_latencies``).
+        self._binding_latencies: deque[float] = deque(maxlen=BINDING_LATENCIES_KEPT)
         self.events = EventRecorder(
             self.transport,
             clock,
@@ -172,6 +181,17 @@ class KubeClient:
             rng=self._rng,
         )
         self._objects = ObjectClient(self._write, self._read)
+
+    # --- the binding latency, for the binding concurrency ----------------------------
+
+    @property
+    def write_qps(self) -> float | None:
+        return None if self.limiter.unlimited else self.limiter.qps
+
+    def take_binding_latencies(self) -> list[float]:
+        taken = list(self._binding_latencies)
+        self._binding_latencies.clear()
+        return taken
 
     # --- plumbing ---------------------------------------------------------------------
 
@@ -185,13 +205,15 @@ class KubeClient:
         what: str,
         retry_on_429: bool = True,
         ambiguous: list[ApiError] | None = None,
+        latencies: deque[float] | None = None,
     ) -> Response:
+        """``latencies``: where each answered attempt's request time goes."""
         # The first attempt is made here: a write that succeeds at once (nearly all
         # of them) builds no retry closures and runs no retry loop.
         start = self._clock.now()
         first: Response | ApiError
         try:
-            first = await self._attempt(method, path, body, content_type)
+            first = await self._attempt(method, path, body, content_type, latencies)
         except ApiError as exc:
             first = exc
         else:
@@ -199,7 +221,7 @@ class KubeClient:
                 return first
 
         def attempt() -> Awaitable[Response]:
-            return self._attempt(method, path, body, content_type)
+            return self._attempt(method, path, body, content_type, latencies)
 
         def retry_on(err: ApiError) -> bool:
             return err.is_transient and (retry_on_429 or err.status != 429)
@@ -221,15 +243,26 @@ class KubeClient:
         )
 
     async def _attempt(
-        self, method: str, path: str, body: bytes | None, content_type: str
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        content_type: str,
+        latencies: deque[float] | None = None,
     ) -> Response:
-        """One attempt of a write: a token from the write limiter, then the request."""
+        """One attempt of a write: a token from the write limiter, then the request
+        (timed into ``latencies`` when it is answered)."""
         delay = self.limiter.reserve()
         if delay > 0:
             await self.limiter.wait(delay)
         # A binding called off while it waited for its turn is not sent.
         raise_if_called_off()
-        return await self.transport.request(method, path, body=body, content_type=content_type)
+        if latencies is None:
+            return await self.transport.request(method, path, body=body, content_type=content_type)
+        sent = self._clock.now()
+        resp = await self.transport.request(method, path, body=body, content_type=content_type)
+        latencies.append(self._clock.now() - sent)
+        return resp
 
     async def _read(self, path: str, what: str) -> Response:
         async def attempt() -> Response:
@@ -253,6 +286,7 @@ class KubeClient:
                 binding_body(pod, node_name),
                 what=f"bind {m.namespace}/{m.name}",
                 ambiguous=ambiguous,
+                latencies=self._binding_latencies,
             )
         except ApiError as exc:
             # A 409 after an attempt whose outcome we never saw may be our own
