@@ -57,6 +57,11 @@ BAD_CASES: list[tuple[str, dict[str, Any] | str, list[str]]] = [
         ["podMaxBackoffSeconds: must be >= podInitialBackoffSeconds (5), got 2"],
     ),
     (
+        "a binding concurrency ceiling below its floor",
+        config(bindingConcurrency=64, maxBindingConcurrency=32),
+        ["maxBindingConcurrency: must be >= bindingConcurrency (64), got 32"],
+    ),
+    (
         "a renew deadline not shorter than the lease",
         config(leaderElection={"renewDeadline": "20s"}),
         ["leaderElection.renewDeadline: must be less than leaseDuration (15s), got 20s"],

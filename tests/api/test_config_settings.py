@@ -46,6 +46,24 @@ def test_global_defaults_follow_upstream_and_troupe() -> None:
     assert (cc.kubeconfig, cc.qps, cc.burst) == ("", 50.0, 100)
 
 
+@pytest.mark.parametrize(
+    ("fields", "floor", "ceiling"),
+    [
+        pytest.param({}, 64, 512, id="defaults: 64 up to 512"),
+        pytest.param({"maxBindingConcurrency": 128}, 64, 128, id="a ceiling of its own"),
+        pytest.param({"bindingConcurrency": 1000}, 1000, 1000, id="a floor above 512 is fixed"),
+        pytest.param(
+            {"bindingConcurrency": 32, "maxBindingConcurrency": 32}, 32, 32, id="fixed slots"
+        ),
+    ],
+)
+def test_binding_concurrency_floor_and_ceiling(
+    fields: dict[str, int], floor: int, ceiling: int
+) -> None:
+    c = load(config(**fields))
+    assert (c.binding_concurrency, c.max_binding_concurrency) == (floor, ceiling)
+
+
 def test_yaml_text_is_accepted() -> None:
     text = """
 apiVersion: kubescheduler.config.k8s.io/v1

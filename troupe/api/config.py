@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from troupe.api.config_errors import did_you_mean
 from troupe.api.config_model import (
     API_VERSION,
+    DEFAULT_MAX_BINDING_CONCURRENCY,
     EXTENSION_POINTS,
     KIND,
     MULTI_POINT,
@@ -117,6 +118,9 @@ class ResolvedConfig:
     pod_max_in_unschedulable_pods_duration: float  # seconds
     assumed_pod_ttl_seconds: int
     binding_concurrency: int
+    # Bindings in flight may grow to this as the API server's latency asks
+    # (troupe.scheduler.loop.binding_limit); at least binding_concurrency.
+    max_binding_concurrency: int
     gang_schedule_timeout_seconds: int
     leader_election: LeaderElectionConfiguration  # durations in float seconds
     client_connection: ClientConnectionConfiguration
@@ -460,6 +464,9 @@ def _resolved_config(
         pod_max_in_unschedulable_pods_duration=cfg.pod_max_in_unschedulable_pods_duration,
         assumed_pod_ttl_seconds=cfg.assumed_pod_ttl_seconds,
         binding_concurrency=cfg.binding_concurrency,
+        max_binding_concurrency=max(
+            cfg.binding_concurrency, cfg.max_binding_concurrency or DEFAULT_MAX_BINDING_CONCURRENCY
+        ),
         gang_schedule_timeout_seconds=cfg.gang_schedule_timeout_seconds,
         leader_election=cfg.leader_election,
         client_connection=cfg.client_connection,

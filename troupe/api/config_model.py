@@ -33,6 +33,8 @@ __all__ = ["Loc", "format_loc", "validation_problems"]
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "troupe-scheduler"
+DEFAULT_MAX_BINDING_CONCURRENCY = 512
+"""Bindings in flight at most when ``maxBindingConcurrency`` is not set (docs/configuration.md)."""
 
 EXTENSION_POINTS: tuple[str, ...] = (
     "preEnqueue",
@@ -245,6 +247,8 @@ class KubeSchedulerConfiguration(ConfigModel):
     pod_max_in_unschedulable_pods_duration: Duration = 300.0
     assumed_pod_ttl_seconds: int = Field(default=900, gt=0, alias="assumedPodTTLSeconds")
     binding_concurrency: int = Field(default=64, gt=0)
+    # None: DEFAULT_MAX_BINDING_CONCURRENCY, or bindingConcurrency when that is larger.
+    max_binding_concurrency: int | None = Field(default=None, gt=0)
     gang_schedule_timeout_seconds: int = Field(default=300, gt=0)
 
 
@@ -362,6 +366,15 @@ def settings_problems(cfg: KubeSchedulerConfiguration, bad: set[str]) -> list[st
         out.append(
             "podMaxBackoffSeconds: must be >= podInitialBackoffSeconds "
             f"({cfg.pod_initial_backoff_seconds}), got {cfg.pod_max_backoff_seconds}"
+        )
+    if (
+        not {"bindingConcurrency", "maxBindingConcurrency"} & bad
+        and cfg.max_binding_concurrency is not None
+        and cfg.max_binding_concurrency < cfg.binding_concurrency
+    ):
+        out.append(
+            "maxBindingConcurrency: must be >= bindingConcurrency "
+            f"({cfg.binding_concurrency}), got {cfg.max_binding_concurrency}"
         )
     if "podMaxInUnschedulablePodsDuration" not in bad and (
         cfg.pod_max_in_unschedulable_pods_duration <= 0

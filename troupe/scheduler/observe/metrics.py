@@ -307,6 +307,12 @@ class SchedulerMetrics:
             ["profile", "policy"],
             registry=r,
         )
+        self.binding_concurrency = Gauge(
+            "troupe_binding_concurrency",
+            "Binding cycles allowed in flight at once: bindingConcurrency, raised up to "
+            "maxBindingConcurrency while the API server's latency and the client's qps ask.",
+            registry=r,
+        )
         self.partial_gang_outcomes = CounterFamily(
             "troupe_partial_gang_outcomes_total",
             "Partly bound gangs by what became of them: 'completed' (the rest was "
@@ -344,6 +350,10 @@ class SchedulerMetrics:
         for labels, n in counts.items():
             self.partial_gangs.labels(*labels).set(n)
         self._partial_labels |= set(counts)
+
+    def binding_limit(self, limit: int) -> None:
+        """The bindings' slots now (``troupe.scheduler.loop.binding_limit``)."""
+        self.binding_concurrency.set(limit)
 
     def partial_gang_outcome(self, result: str) -> None:
         self.partial_gang_outcomes.labels(result).inc()

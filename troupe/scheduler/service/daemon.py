@@ -200,7 +200,8 @@ class SchedulerDaemon:
             c.kubeconfig,
             c.master,
             c.in_cluster,
-            pool_size=max(8, self.config.binding_concurrency),
+            # Room for every binding the slots may grow to (opened as needed).
+            pool_size=max(8, self.config.max_binding_concurrency),
             user_agent=c.user_agent,
         )
         self._api = api

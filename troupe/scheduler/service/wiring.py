@@ -14,6 +14,7 @@ engine tests and the in-process benchmarks all build through here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from troupe.api.client import SchedulerClient
@@ -49,6 +50,7 @@ from troupe.scheduler.gangs.report import GangReporter
 from troupe.scheduler.gangs.submit import GroupSubmit
 from troupe.scheduler.gangs.timeouts import GangTimeouts
 from troupe.scheduler.gangs.topology import TopologyPlacer
+from troupe.scheduler.loop.binding_limit import BindingConcurrency
 from troupe.scheduler.loop.profiles import Profiles
 from troupe.scheduler.loop.schedule_one import LoopHooks, LoopParts, Scheduler
 from troupe.scheduler.observe.explain import Explanations
@@ -96,6 +98,8 @@ class Wired:
     # One per resource the profiles' plugins watch (``troupe.api.watches``); empty
     # when none does, and the daemon then starts nothing for them.
     object_watches: list[SharedWatch]
+    # Sizes the binding slots; None when they are fixed (``_binding_limit``).
+    binding_limit: BindingConcurrency | None = None
 
     def handlers(self, pod_listener: PodListener | None = None) -> ClusterEventHandlers:
         """The handlers cluster events go through, with the parts they call."""
@@ -166,6 +170,10 @@ def build_scheduler(
     queue = _queue(core, profiles, nominator)
     pods = _Pods(core, queue, options)
     gangs = _Gangs(core, queue, pods, profiles, options)
+    binding_limit = _binding_limit(core)
+    sweeps: tuple[Callable[[], object], ...] = (gangs.timeouts.sweep, gangs.recovery.sweep)
+    if binding_limit is not None:
+        sweeps += (binding_limit.adjust,)
     scheduler = Scheduler(
         LoopParts(
             profiles=profiles,
@@ -180,7 +188,7 @@ def build_scheduler(
             writer=pods.writer,
             background=core.background,
             clock=clock,
-            sweeps=(gangs.timeouts.sweep, gangs.recovery.sweep),
+            sweeps=sweeps,
             hooks=options.hooks,
         )
     )
@@ -207,6 +215,7 @@ def build_scheduler(
             for name, fwk in frameworks.items()
             for plugin, watch in fwk.object_watches
         ),
+        binding_limit=binding_limit,
     )
 
 
@@ -239,6 +248,24 @@ def _core(
         bindings=WorkerPool("binding", limit=limit, refill=max(1, limit // 4)),
         waiting=WaitingPods(clock, background),
     )
+
+
+def _binding_limit(core: _Core) -> BindingConcurrency | None:
+    """The binding slots follow the client's qps and the API server's latency, between
+    ``bindingConcurrency`` and ``maxBindingConcurrency``, adjusted once a second with
+    the loop's housekeeping (``troupe.scheduler.loop.binding_limit``). None for a
+    client that does not time its bindings, or when the two are equal."""
+    metrics = core.metrics
+    control = BindingConcurrency.for_client(
+        core.bindings,
+        core.client,
+        floor=core.config.binding_concurrency,
+        ceiling=core.config.max_binding_concurrency,
+        on_change=metrics.binding_limit if metrics is not None else None,
+    )
+    if metrics is not None:
+        metrics.binding_limit(core.bindings.limit)
+    return control
 
 
 def _observer(options: Options, metrics: SchedulerMetrics | None, profile: str) -> Observer | None:
