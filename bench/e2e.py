@@ -26,6 +26,15 @@ the pace troupe reached (its rate limiter at troupe's pods/s with a burst of 8),
 that the server's CPU per pod at that pace (``paced_bind_only_server_cpu_us_per_pod``)
 can be told apart from what the troupe run adds.
 
+``--latency SECONDS`` makes both runs' API server hold every request that long
+(``bench.server --latency``), as a distant or slow API server would; with
+``--qps 300`` (the manifests' client limit) it shows whether bindings keep up with
+the client's limit (docs/benchmarks.md, "Bindings at 100 and 300 ms of API
+latency"). ``--max-concurrency`` sets ``maxBindingConcurrency`` (unset: the
+default; equal to ``--concurrency``: a fixed number of binding slots).
+``--bind-only-concurrency`` is the bind-only client's concurrency (default
+``--concurrency``).
+
 ``--callgrind``, with the bench itself run under ``valgrind --tool=callgrind
 --instr-atstart=no``, counts the scheduler's instructions over the troupe burst
 only (``callgrind_control`` switches the instrumentation on at the first pop and off
@@ -68,6 +77,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", action="store_true", help="cProfile the troupe run")
     p.add_argument("--profile-server", default="", help="cProfile the troupe run's API server")
     p.add_argument("--qps", type=float, default=100_000.0, help="client write limit, both runs")
+    p.add_argument("--latency", type=float, default=0.0, help="seconds the server holds requests")
+    p.add_argument("--max-concurrency", type=int, default=0, help="maxBindingConcurrency")
+    p.add_argument("--bind-only-concurrency", type=int, default=0, help="default: --concurrency")
     p.add_argument(
         "--paced",
         action="store_true",
@@ -88,6 +100,8 @@ def server_argv(args: argparse.Namespace) -> list[str]:
         str(args.existing_pods),
         "--pods",
         str(args.pods),
+        # Other benches reuse this with arguments of their own.
+        *(["--latency", str(args.latency)] if getattr(args, "latency", 0.0) > 0 else []),
     ]
 
 
@@ -109,13 +123,13 @@ async def troupe_run(
 ) -> dict[str, float]:
     # kube-scheduler's default client limit (qps 50) would cap any scheduler at 50
     # bindings/s; scheduler_perf raises it too. Both runs use the same limit.
-    config = load_config(
-        config_document(
-            bindingConcurrency=args.concurrency,
-            clientConnection={"qps": args.qps, "burst": int(args.qps)},
-        ),
-        catalog(default_registry()),
-    )
+    fields: dict[str, object] = {
+        "bindingConcurrency": args.concurrency,
+        "clientConnection": {"qps": args.qps, "burst": int(args.qps)},
+    }
+    if args.max_concurrency:
+        fields["maxBindingConcurrency"] = args.max_concurrency
+    config = load_config(config_document(**fields), catalog(default_registry()))
     daemon = SchedulerDaemon(
         config,
         Connection(kubeconfig=str(kubeconfig)),
@@ -144,8 +158,10 @@ async def troupe_run(
     # All the work per pod, events included, whether they overlapped the burst or not.
     total_cpu = cpu_seconds() - cpu_start
     total_server_cpu = server.cpu_seconds() - server_cpu_start
+    limit = scheduler.bindings.limit
     await daemon.stop(grace=5)
     return {
+        "binding_slots": limit,
         "seconds": seconds,
         "events_seconds": events_seconds,
         "pods_per_second": args.pods / seconds,
@@ -170,7 +186,8 @@ async def bind_only(
 ) -> dict[str, float]:
     """Post the bindings with no scheduling at all; ``pace``: at most that many per
     second (with a burst of ``PACED_BURST``), else as fast as the server takes them."""
-    api = await connect(str(kubeconfig), None, False, pool_size=args.concurrency)
+    concurrency = getattr(args, "bind_only_concurrency", 0) or args.concurrency
+    api = await connect(str(kubeconfig), None, False, pool_size=concurrency)
     client = KubeClient(
         api,
         RealClock(),
@@ -185,7 +202,7 @@ async def bind_only(
     ]
     # The server generated the UIDs; bind without a UID precondition the way a
     # scheduler that knows them would cost the same request.
-    slots = asyncio.Semaphore(args.concurrency)
+    slots = asyncio.Semaphore(concurrency)
 
     async def one(i: int, p: Pod) -> None:
         async with slots:
@@ -253,6 +270,9 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
         "bind_only_client_cpu_us_per_pod": round(limit["cpu_us_per_pod"], 1),
         "bind_only_server_cpu_us_per_pod": round(limit["server_cpu_us_per_pod"], 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "latency_s": args.latency,
+        "qps": args.qps,
+        "binding_slots_at_end": troupe["binding_slots"],
         **paced,
     }
 

@@ -46,6 +46,11 @@ and its value as the group's ``spec.priority``, and ``--gang-required KEY`` as
 members (default ``troupe-scheduler``; ``bench.peer`` runs another scheduler on the same
 workloads) and ``--pod-cpu`` sets the pending pods' CPU request (default 100m).
 
+``--latency SECONDS`` holds every request that long before the server handles it
+(``ApiServer.faults.delay`` on every path), as an API server that far away or that
+slow would: a binding then takes at least that long (``bench e2e --latency``). Watch
+streams, once open, are not held.
+
 ``--profile FILE`` runs cProfile from ``READY`` until stdin closes and writes the stats
 to FILE (``bench e2e --profile-server``). ``ServerProcess.cpu_seconds()`` is the
 process's CPU time so far (Linux ``/proc``), read by ``bench e2e`` for CPU per pod.
@@ -241,6 +246,8 @@ def topology_annotations(required: str, preferred: str) -> dict[str, str]:
 async def serve(args: argparse.Namespace) -> None:
     server = ApiServer("127.0.0.1", 0, bookmark_interval=30.0, history=200_000)
     await server.start()
+    if args.latency > 0:
+        server.faults.delay("*", "", args.latency, times=-1)
     store = server.store
     store.create(
         "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
@@ -403,6 +410,7 @@ def main() -> None:
     p.add_argument("--existing-gang-size", type=int, default=8, help="members per bound gang")
     p.add_argument("--kubelets", action="store_true", help="simulated kubelets on every node")
     p.add_argument("--pod-group-crd", action="store_true", help="install the PodGroup CRD")
+    p.add_argument("--latency", type=float, default=0.0, help="seconds every request is held")
     p.add_argument("--kubeconfig", required=True)
     p.add_argument("--profile", default="", help="cProfile from READY to exit into this file")
     import uvloop
