@@ -10,20 +10,27 @@ below relies on them) and sizes them instead:
 
     limit = clamp(ceil(qps × p90 latency × MARGIN), bindingConcurrency, maxBindingConcurrency)
 
-``qps`` is the client's write limit (``clientConnection.qps``; none: the ceiling),
-``p90`` the 90th percentile of the latencies of the bindings answered since the last
-adjustment, from the moment a request left the client (after its rate limiter) to
-its answer, so waiting for a token never counts as latency. ``MARGIN`` (1.5) covers
-the bindings slower than the p90 and the slots idle while the loop refills them.
+when the slots are busy (below). ``qps`` is the client's write limit
+(``clientConnection.qps``; none: the ceiling), ``p90`` the 90th percentile of the
+latencies of the bindings answered since the last adjustment, from the moment a
+request left the client (after its rate limiter) to its answer, so waiting for a
+token never counts as latency. ``MARGIN`` (1.5) covers the bindings slower than the
+p90 and the slots idle while the loop refills them.
 
-More slots only help while the API server answers each binding in the time it
-takes with few in flight. When it is the bottleneck (busy, not far away) its
-latency grows with what is sent, and the rule above would grow the limit with it
-to the ceiling for nothing. So the limit leaves ``bindingConcurrency`` only while
-the median latency stays within ``QUEUEING`` (2) times the fastest binding seen in
-the last ``BASE_WINDOWS`` adjustments: a server 300 ms away answers in 300–302 ms
-however many are in flight; a saturated one on loopback answers the first of a
-batch in 0.3 ms and the median in 5 ms.
+More slots only help when two things hold, and the limit grows only then:
+
+- **The slots are what holds bindings back**: the bindings in flight at the API
+  server, by Little's law the rate they were answered at times their mean latency,
+  fill at least ``BUSY`` (75%) of the slots. When the scheduler itself is the
+  bottleneck (a busy process, a slow loop), slots sit empty and more would change
+  nothing; the limit may then come down to the rule's value, never go up.
+- **The API server is not**: a server that is the bottleneck (busy, not far away)
+  answers more slowly the more it is sent, and the rule would grow the limit with
+  its own latency up to the ceiling. So the limit is ``bindingConcurrency`` while
+  the median latency is more than ``QUEUEING`` (2) times the fastest binding seen in
+  the last ``BASE_WINDOWS`` adjustments: a server 300 ms away answers in 300–302 ms
+  however many are in flight; a saturated one on loopback answers the first of a
+  batch in 0.3 ms and the median in 5–11 ms.
 
 The loop's housekeeping calls ``adjust`` once a second (a sweep the composition
 root, ``troupe.scheduler.service.wiring``, adds); it resizes the
@@ -51,6 +58,7 @@ log = structlog.get_logger("troupe.scheduler")
 
 MARGIN: Final = 1.5
 QUEUEING: Final = 2.0
+BUSY: Final = 0.75
 MIN_SAMPLES: Final = 16
 """Latencies needed before the limit moves (fewer are kept for the next adjustment)."""
 BASE_WINDOWS: Final = 30
@@ -72,16 +80,24 @@ def percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
-def binding_limit(latencies: Sequence[float], base: float, bounds: Bounds) -> int:
-    """The slots for bindings answered in ``latencies`` (seconds, at least one) when the
-    fastest binding seen lately took ``base`` (see the module doc)."""
+def binding_limit(
+    latencies: Sequence[float], base: float, bounds: Bounds, *, current: int, rate: float
+) -> int:
+    """The slots for bindings answered in ``latencies`` (seconds, at least one), ``rate``
+    of them a second, with ``current`` slots, when the fastest binding seen lately took
+    ``base`` (see the module doc)."""
     ordered = sorted(latencies)
     if percentile(ordered, 0.5) > QUEUEING * base:
         return bounds.floor  # the server queues: more in flight would only wait there
     if bounds.qps is None:
-        return bounds.ceiling
-    wanted = math.ceil(bounds.qps * percentile(ordered, 0.9) * MARGIN)
-    return max(bounds.floor, min(bounds.ceiling, wanted))
+        wanted = bounds.ceiling
+    else:
+        wanted = math.ceil(bounds.qps * percentile(ordered, 0.9) * MARGIN)
+    wanted = max(bounds.floor, min(bounds.ceiling, wanted))
+    in_flight = rate * sum(ordered) / len(ordered)  # Little's law
+    if in_flight >= BUSY * current:
+        return wanted
+    return max(bounds.floor, min(current, wanted))  # slots to spare: never more
 
 
 class BindingConcurrency:
@@ -92,14 +108,18 @@ class BindingConcurrency:
         pool: WorkerPool,
         bounds: Bounds,
         latencies: Callable[[], list[float]],
+        now: Callable[[], float],
         *,
         on_change: Callable[[int], None] | None = None,
     ) -> None:
+        """``now``: the scheduler's monotonic clock, for the rate bindings are answered at."""
         self.pool = pool
         self.bounds = bounds
         self._take = latencies
+        self._now = now
         self._on_change = on_change
         self._pending: list[float] = []
+        self._since = now()
         self._fastest: deque[float] = deque(maxlen=BASE_WINDOWS)
 
     @classmethod
@@ -107,6 +127,7 @@ class BindingConcurrency:
         cls,
         pool: WorkerPool,
         client: object,
+        now: Callable[[], float],
         *,
         floor: int,
         ceiling: int,
@@ -117,7 +138,7 @@ class BindingConcurrency:
         if not isinstance(client, TimesBindings) or ceiling <= floor:
             return None
         bounds = Bounds(floor, ceiling, client.write_qps)
-        return cls(pool, bounds, client.take_binding_latencies, on_change=on_change)
+        return cls(pool, bounds, client.take_binding_latencies, now, on_change=on_change)
 
     @property
     def limit(self) -> int:
@@ -126,12 +147,21 @@ class BindingConcurrency:
     def adjust(self) -> int:
         """Take the latencies answered since the last call and resize the pool; the
         limit now."""
-        self._pending += self._take()
+        now = self._now()
+        taken = self._take()
+        if not taken and not self._pending:
+            self._since = now  # nothing answered: the next window starts now
+            return self.pool.limit
+        self._pending += taken
         if len(self._pending) < MIN_SAMPLES:
             return self.pool.limit
         window, self._pending = self._pending, []
+        rate = len(window) / max(now - self._since, 1e-3)
+        self._since = now
         self._fastest.append(min(window))
-        limit = binding_limit(window, min(self._fastest), self.bounds)
+        limit = binding_limit(
+            window, min(self._fastest), self.bounds, current=self.pool.limit, rate=rate
+        )
         if limit != self.pool.limit:
             log.debug("binding concurrency", limit=limit, was=self.pool.limit)
             self.pool.resize(limit, refill=max(1, limit // 4))

@@ -259,6 +259,7 @@ def _binding_limit(core: _Core) -> BindingConcurrency | None:
     control = BindingConcurrency.for_client(
         core.bindings,
         core.client,
+        core.clock.now,
         floor=core.config.binding_concurrency,
         ceiling=core.config.max_binding_concurrency,
         on_change=metrics.binding_limit if metrics is not None else None,
