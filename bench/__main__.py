@@ -8,7 +8,8 @@
 ``python -m bench simrate --nodes 5000 --existing-pods 1000 --pods 10000 --watchers 2``,
 ``python -m bench dra [--nodes 512] [--pods 64] [--per-pod 8]``,
 ``python -m bench taints --nodes 5000 --values 10000 --carriers 250``,
-``python -m bench startup [--nodes 1000] [--runs 9] [--watching N]``."""
+``python -m bench startup [--nodes 1000] [--runs 9] [--watching N]``,
+``python -m bench port [--stalled 1100] [--malformed 20000]``."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from bench import (
     e2e,
     gang,
     peer,
+    port,
     preemption,
     scale,
     simrate,
@@ -58,11 +60,14 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_parser("taints", help="distinct timestamp taints over time: memory, time")
     )
     startup.add_arguments(sub.add_parser("startup", help="the daemon's start-up time"))
+    port.add_arguments(sub.add_parser("port", help="the metrics port under hostile clients"))
     args = parser.parse_args(argv)
     if args.name == "basic":
         return basic.run(args)
     if args.name == "e2e":
         return e2e.run(args)
+    if args.name == "port":
+        return port.run(args)
     if args.name == "gang":
         return gang.run(args)
     if args.name == "transport":

@@ -35,6 +35,12 @@ default; equal to ``--concurrency``: a fixed number of binding slots).
 ``--bind-only-concurrency`` is the bind-only client's concurrency (default
 ``--concurrency``).
 
+``--scrapers N`` serves the daemon's ``/metrics`` (``HealthServer``) and has N
+clients in another process scrape it in a loop through the troupe run
+(``bench.scrapers``): ``scrapes_per_second`` and ``metrics_renders`` say how often
+they were answered and how often the registry was rendered for them;
+``--metrics-max-age`` is ``ServingLimits.metrics_max_age`` (0: every scrape renders).
+
 ``--callgrind``, with the bench itself run under ``valgrind --tool=callgrind
 --instr-atstart=no``, counts the scheduler's instructions over the troupe burst
 only (``callgrind_control`` switches the instrumentation on at the first pop and off
@@ -52,6 +58,7 @@ import json
 import os
 import resource
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -59,7 +66,10 @@ from pathlib import Path
 from troupe.api.clock import RealClock
 from troupe.api.config import config_document, load_config
 from troupe.api.objects import Pod
+from troupe.api.tasks import WorkerPool
 from troupe.kube import KubeClient, connect
+from troupe.kube.health import HealthServer
+from troupe.kube.http_guard import ServingLimits
 from troupe.plugins.registry import catalog, default_registry
 from troupe.scheduler.observe.stats import AttemptStats
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
@@ -80,6 +90,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--latency", type=float, default=0.0, help="seconds the server holds requests")
     p.add_argument("--max-concurrency", type=int, default=0, help="maxBindingConcurrency")
     p.add_argument("--bind-only-concurrency", type=int, default=0, help="default: --concurrency")
+    p.add_argument("--scrapers", type=int, default=0, help="clients scraping /metrics")
+    p.add_argument("--metrics-max-age", type=float, default=1.0, help="cache of /metrics, s")
     p.add_argument(
         "--paced",
         action="store_true",
@@ -142,6 +154,8 @@ async def troupe_run(
     await daemon.start()
     scheduler = daemon.scheduler
     assert scheduler is not None
+    scrapers = await Scrapers.start(args, daemon) if args.scrapers else None
+    slots = SlotsSeen(scheduler.bindings)
     if args.callgrind:
         callgrind_instrumentation("on")
     start = time.perf_counter()
@@ -150,6 +164,7 @@ async def troupe_run(
         await asyncio.sleep(0.01)
     seconds = time.perf_counter() - start
     cpu, server_cpu = cpu_seconds() - cpu_start, server.cpu_seconds() - server_cpu_start
+    scraped = await scrapers.stop(seconds) if scrapers is not None else {}
     if args.callgrind:
         callgrind_instrumentation("off")
     # Events yield to bindings and follow the burst: say when they were all written.
@@ -162,6 +177,7 @@ async def troupe_run(
     await daemon.stop(grace=5)
     return {
         "binding_slots": limit,
+        "binding_slots_max": slots.most,
         "seconds": seconds,
         "events_seconds": events_seconds,
         "pods_per_second": args.pods / seconds,
@@ -171,7 +187,62 @@ async def troupe_run(
         "server_cpu_us_per_pod": server_cpu / args.pods * 1e6,
         "total_cpu_us_per_pod": total_cpu / args.pods * 1e6,
         "total_server_cpu_us_per_pod": total_server_cpu / args.pods * 1e6,
+        **scraped,
     }
+
+
+class SlotsSeen:
+    """The most binding slots the pool had at any moment of the run."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self.most = pool.limit
+        resize = pool.resize
+
+        def resized(limit: int, refill: int = 1) -> None:
+            self.most = max(self.most, limit)
+            resize(limit, refill)
+
+        pool.resize = resized  # type: ignore[method-assign]
+
+
+class Scrapers:
+    """``--scrapers``: the daemon's /metrics served, and scraped from another process."""
+
+    def __init__(self, health: HealthServer, proc: asyncio.subprocess.Process) -> None:
+        self.health, self.proc = health, proc
+        self.renders_at_start = health.metrics.renders
+
+    @classmethod
+    async def start(cls, args: argparse.Namespace, daemon: SchedulerDaemon) -> Scrapers:
+        health = HealthServer(
+            "127.0.0.1",
+            0,
+            daemon.metrics_registry,
+            live=lambda: daemon.healthy,
+            ready=lambda: daemon.ready,
+            limits=ServingLimits(metrics_max_age=args.metrics_max_age),
+        )
+        url = f"http://127.0.0.1:{await health.start()}/metrics"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.scrapers",
+            url,
+            str(args.scrapers),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        await asyncio.sleep(0.5)  # scraping before the burst starts
+        return cls(health, proc)
+
+    async def stop(self, seconds: float) -> dict[str, float]:
+        renders = self.health.metrics.renders - self.renders_at_start
+        out, _ = await self.proc.communicate(b"")
+        await self.health.stop()
+        return {
+            "scrapes_per_second": int(out.strip() or 0) / seconds,
+            "metrics_renders": renders,
+        }
 
 
 # The paced bind-only run's token bucket: a few requests at once, as troupe sends them.
@@ -240,7 +311,12 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
             else:
                 troupe = await troupe_run(args, kubeconfig, server)
         if args.callgrind:
-            return {"pods": args.pods, "pods_per_second": round(troupe["pods_per_second"], 1)}
+            return {
+                "pods": args.pods,
+                "pods_per_second": round(troupe["pods_per_second"], 1),
+                "binding_slots_at_end": troupe["binding_slots"],
+                "binding_slots_max": troupe["binding_slots_max"],
+            }
         async with ServerProcess(server_argv(args), kubeconfig) as server:
             limit = await bind_only(args, kubeconfig, server)
         paced: dict[str, float] = {}
@@ -273,6 +349,16 @@ async def _main(args: argparse.Namespace) -> dict[str, float]:
         "latency_s": args.latency,
         "qps": args.qps,
         "binding_slots_at_end": troupe["binding_slots"],
+        "binding_slots_max": troupe["binding_slots_max"],
+        **(
+            {
+                "scrapers": args.scrapers,
+                "scrapes_per_second": round(troupe["scrapes_per_second"], 1),
+                "metrics_renders": troupe["metrics_renders"],
+            }
+            if args.scrapers
+            else {}
+        ),
         **paced,
     }
 
