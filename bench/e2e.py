@@ -196,7 +196,9 @@ class SlotsSeen:
 
     def __init__(self, pool: WorkerPool) -> None:
         self.most = pool.limit
-        resize = pool.resize
+        resize = getattr(pool, "resize", None)
+        if resize is None:
+            return  # a build whose slots are fixed
 
         def resized(limit: int, refill: int = 1) -> None:
             self.most = max(self.most, limit)
