@@ -61,3 +61,22 @@ def test_a_lone_pod_s_record_has_no_quorum_topology_or_preemption() -> None:
     assert d.quorum is None and d.preemption is None and d.required_level == ""
     assert d.members[0].post_filter == "x" and d.members[0].rejections == ()
     assert d.nominated_node == "" and d.time is None
+
+
+def test_a_topology_gang_s_quorum_counts_the_members_of_its_best_domain() -> None:
+    # The scheduler's record of a rack gang: 4 members fit in the best rack, but the
+    # cycle kept nothing placed, so the record's own count is 0. The quorum line must
+    # agree with the headline ("best rack r2: 4 of 8 pods fit").
+    record = {
+        **GROUP,
+        "message": "gang ml/big: best rack r2: 4 of 8 pods fit; 0/4 nodes are available",
+        "quorum": {"minCount": 8, "minCountField": "spec.schedulingPolicy.gang.minCount",
+                   "alreadyPlaced": 0, "fit": 0, "pending": 8},
+        "members": [
+            *({"pod": f"ml/big-{i}", "reason": "CoschedulingNotMeetMinMember"} for i in range(4)),
+            *({"pod": f"ml/big-{i}", "reason": "Unschedulable"} for i in range(4, 8)),
+        ],
+    }  # fmt: skip
+    d = parse_diagnosis(record)
+    assert d.quorum is not None and d.quorum.fit == 4
+    assert d.to_json() == record  # the record itself is printed as it came

@@ -57,7 +57,7 @@ class Quorum:
     min_count: int
     min_count_field: str
     already_placed: int
-    fit: int  # placed before plus placed in this attempt
+    fit: int  # placed before plus placed in this attempt (in the best domain)
     pending: int
 
 
@@ -98,7 +98,7 @@ def parse_diagnosis(record: Record) -> Diagnosis:
         message=str(record.get("message") or ""),
         members=tuple(_member(m) for m in record.get("members") or ()),
         time=float(when) if when is not None else None,
-        quorum=_quorum(quorum) if quorum else None,
+        quorum=_quorum(quorum, record.get("members") or ()) if quorum else None,
         min_resources_shortfall=str(record.get("minResourcesShortfall") or ""),
         required_level=str((record.get("topology") or {}).get("required") or ""),
         preemption=_preemption(preemption) if preemption else None,
@@ -126,12 +126,18 @@ def _member(m: Record) -> Member:
     )
 
 
-def _quorum(q: Record) -> Quorum:
+def _quorum(q: Record, members: Any) -> Quorum:
+    already = int(q.get("alreadyPlaced") or 0)
+    # A gang with a required topology level is judged per domain: the record's
+    # members that fit are those of the best domain ("best rack r2: 4 of 8 pods fit"),
+    # but its ``fit`` counts only what the cycle kept placed (none, after a failed
+    # attempt). The members are what the headline counts, so the quorum reads them.
+    waiting = sum(1 for m in members if (m or {}).get("reason") == WAITS_FOR_QUORUM)
     return Quorum(
         min_count=int(q["minCount"]),
         min_count_field=str(q.get("minCountField") or ""),
-        already_placed=int(q.get("alreadyPlaced") or 0),
-        fit=int(q.get("fit") or 0),
+        already_placed=already,
+        fit=max(int(q.get("fit") or 0), already + waiting),
         pending=int(q.get("pending") or 0),
     )
 

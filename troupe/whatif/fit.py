@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from troupe.api.objects import Node, Pod, Taint
-from troupe.api.quantity import format_quantity
 from troupe.api.resources import node_allocatable, pod_requests
 from troupe.api.selectors import find_untolerated_taint, node_matches_pod, tolerates
 from troupe.whatif.diagnosis import Diagnosis
 from troupe.whatif.state import ClusterState, Target, bound, pod_key
+from troupe.whatif.units import amount_text
 
 Obj = dict[str, Any]
 # TaintToleration's Filter: taints with these effects keep a pod off a node.
@@ -88,19 +88,13 @@ def representative(state: ClusterState, target: Target, diagnosis: Diagnosis) ->
     return None
 
 
-def _fmt(resource: str, amount: int) -> str:
-    if resource == "cpu":
-        text = f"{amount}m" if amount % 1000 else str(amount // 1000)
-        return f"{text} cpu"
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        return f"{format_quantity(amount, binary=True)} {resource}"
-    return f"{amount} {resource}"
-
-
 def fmt_vector(vector: dict[str, int]) -> str:
-    """``4 cpu, 8 nvidia.com/gpu``: cpu first, zeros left out ("-" when nothing is)."""
+    """``4 cpu, 8 nvidia.com/gpu``: cpu first, zeros left out ("-" when nothing is), in
+    the units a person reads (``troupe.whatif.units``)."""
     shown = [
-        _fmt(r, v) for r, v in sorted(vector.items(), key=lambda i: (i[0] != "cpu", i[0])) if v
+        amount_text(r, v)
+        for r, v in sorted(vector.items(), key=lambda i: (i[0] != "cpu", i[0]))
+        if v
     ]
     return ", ".join(shown) or "-"
 
