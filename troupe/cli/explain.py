@@ -31,6 +31,7 @@ from troupe.cli.profile import load_profile
 from troupe.kube.debug import DebugEndpointError, fetch_explanation
 from troupe.scheduler.service.logs import configure_logging
 from troupe.whatif.attempt import Trial, attempt
+from troupe.whatif.buy import domain_limit
 from troupe.whatif.diagnosis import Diagnosis, parse_diagnosis
 from troupe.whatif.errors import WhatIfError
 from troupe.whatif.fit import ask_of, capacity
@@ -71,6 +72,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--config", default=None, help="the scheduler's KubeSchedulerConfiguration")
     p.add_argument("--no-fixes", action="store_true", help="do not look for fixes")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        dest="show_all",
+        help="list every node and domain in the capacity section (default: the closest)",
+    )
     p.add_argument("-o", "--output", choices=["text", "json"], default="text")
 
 
@@ -120,6 +127,7 @@ async def explain(
 ) -> ExplainReport:
     state = ClusterState(await read_cluster(_address(args)))
     report = ExplainReport(target, "offline" if args.offline else "scheduler")
+    report.show_all = args.show_all
     diagnosis: Diagnosis | None
     if args.offline:
         tried = await attempt(config, state, target)
@@ -134,7 +142,8 @@ async def explain(
         return report
     report.diagnosis = diagnosis
     ask = ask_of(state, target, diagnosis)
-    report.capacity = capacity(state, ask)
+    report.capacity = capacity(state, ask, unlabelled=args.show_all)
+    report.capacity["limit"] = domain_limit(state, target, ask)
     if not args.no_fixes:
         report.fixes = await find_fixes(Trial(config, target), state, diagnosis, ask)
     return report

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from troupe.whatif.buy import noun
 from troupe.whatif.diagnosis import Diagnosis, Member
 from troupe.whatif.fit import fmt_vector
 from troupe.whatif.state import Target
+
+DOMAINS_SHOWN: Final = 6  # domains listed, closest first (--all: every one)
+NODES_SHOWN: Final = 12  # nodes listed, closest first (--all: every one)
 
 
 @dataclass
@@ -21,6 +25,7 @@ class ExplainReport:
     would_bind: dict[str, str] | None = None  # offline, bound: pod -> node
     capacity: dict[str, Any] | None = None
     fixes: list[dict[str, Any]] | None = None  # None: not looked for
+    show_all: bool = False  # list every domain and node (--all)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -67,7 +72,7 @@ def render(report: ExplainReport) -> str:
     out.append(f"  {d.message}")
     out += _quorum(d) + _members(d)
     if report.capacity:
-        out += _capacity(report.capacity)
+        out += _capacity(report.capacity, report.show_all)
     out += _preemption(d)
     if report.fixes is not None:
         out += _fixes(report.fixes)
@@ -117,21 +122,28 @@ def _members(d: Diagnosis) -> list[str]:
     return out
 
 
-def _capacity(cap: dict[str, Any]) -> list[str]:
+def _capacity(cap: dict[str, Any], show_all: bool) -> list[str]:
     out = [
         "",
         f"CAPACITY (one member requests {fmt_vector(cap['request'])}; {cap['needed']} needed)",
     ]
-    for dom in cap.get("domains") or []:
-        short = f"; short {fmt_vector(dom['short'])}" if dom["short"] else ""
-        if not short and dom["fit"] < dom["needed"]:
-            short = (
-                f"; {fmt_vector(dom['free'])} free in all, but no node has room for one more member"
-            )
-        if dom.get("excluded"):
-            short += f" ({dom['excluded']} of {dom['nodes']} nodes excluded by filters)"
-        out.append(f"  {dom['domain']}: {dom['fit']} of {dom['needed']} fit{short}")
-    rows = [
+    if cap.get("limit"):
+        out.append(f"  {cap['limit']}")
+    domains = cap.get("domains") or []
+    shown = domains if show_all else domains[:DOMAINS_SHOWN]
+    for dom in shown:
+        out.append(f"  {_domain_line(dom)}")
+    what = noun(cap.get("level") or "")
+    if len(shown) < len(domains):
+        out.append(f"  ... {len(domains) - len(shown)} more {what}s (--all lists them)")
+    if cap.get("unlabelled") and not show_all:
+        out.append(
+            f"  {_count(cap['unlabelled'], 'node')} without the label {cap['level']}: "
+            f"in no {what}, so the gang cannot use them"
+        )
+    rows = cap["nodes"]
+    listed = rows if show_all or len(rows) <= NODES_SHOWN else rows[:NODES_SHOWN]
+    table = [
         [
             r["node"],
             fmt_vector(r["free"]),
@@ -139,10 +151,47 @@ def _capacity(cap: dict[str, Any]) -> list[str]:
             fmt_vector(r["short"]) if r["short"] else "-",
             f"excluded: {r['note']}" if r["note"] else "",
         ]
-        for r in cap["nodes"]
+        for r in listed
     ]
     header = ["NODE", "FREE", "FIT", "SHORT FOR ONE", ""]
-    return out + ["  " + line for line in _table(header, rows)]
+    out += ["  " + line for line in _table(header, table)]
+    if len(listed) < len(rows):
+        out.append(
+            f"  ... {_hidden(rows[len(listed) :], cap.get('level') or '')} (--all lists them)"
+        )
+    return out
+
+
+def _domain_line(dom: dict[str, Any]) -> str:
+    short = f"; short {fmt_vector(dom['short'])}" if dom["short"] else ""
+    if not short and dom["fit"] < dom["needed"]:
+        short = f"; {fmt_vector(dom['free'])} free in all, but no node has room for one more member"
+    if dom.get("excluded"):
+        short += f" ({dom['excluded']} of {dom['nodes']} nodes excluded by filters)"
+    return f"{dom['domain']}: {dom['fit']} of {dom['needed']} fit{short}"
+
+
+def _count(n: int, noun_: str) -> str:
+    return f"{n} {noun_}{'' if n == 1 else 's'}"
+
+
+def _hidden(rows: list[dict[str, Any]], level: str) -> str:
+    """``20 more nodes: 20 with no nvidia.com/gpu``: what the rows not listed are."""
+    kinds: dict[str, int] = {}
+    for r in rows:
+        if r["note"]:
+            kind = "excluded by filters"
+        elif r["lacks"]:
+            kind = f"with no {', '.join(r['lacks'])}"
+        elif level and r.get("domain") is None:
+            kind = f"without the label {level}"
+        elif r["fit"]:
+            kind = "with room"
+        else:
+            kind = "short for one member"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    parts = ", ".join(f"{n} {k}" for k, n in kinds.items())
+    return f"{_count(len(rows), 'more node')}: {parts}"
 
 
 def _preemption(d: Diagnosis) -> list[str]:

@@ -18,7 +18,9 @@ node with free room it may not use is not shown as a place it would fit
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Final
 
 from troupe.api.objects import Node, Pod, Taint
@@ -32,6 +34,7 @@ Obj = dict[str, Any]
 # TaintToleration's Filter: taints with these effects keep a pod off a node.
 FILTER_EFFECTS: Final = ("NoSchedule", "NoExecute")
 CORDON: Final = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+_RUNS: Final = re.compile(r"\d+|\D+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,16 +147,34 @@ def node_free(state: ClusterState, pod: Pod | None = None) -> dict[str, NodeRoom
     return out
 
 
-def _node_row(name: str, room: NodeRoom, request: dict[str, int]) -> dict[str, Any]:
+def natural_key(name: str) -> tuple[Any, ...]:
+    """``gpu-8`` before ``gpu-10``: digit runs compare as numbers."""
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in _RUNS.findall(name)
+    )
+
+
+def _shortness(short: dict[str, int], request: dict[str, int]) -> Fraction:
+    """How far from room for one member: the shortfall in members' worth, summed."""
+    return sum((Fraction(v, request[r]) for r, v in short.items() if request.get(r)), Fraction(0))
+
+
+def _node_row(name: str, room: NodeRoom, request: dict[str, int], level: str) -> dict[str, Any]:
     fit = 0 if room.note else fits(room.free, request)
     short = {r: max(0, v - room.free.get(r, 0)) for r, v in request.items()} if not fit else {}
-    return {
+    alloc = node_allocatable(Node.model_validate(room.node))
+    row: dict[str, Any] = {
         "node": name,
         "free": {r: v for r, v in room.free.items() if r in request or r == "cpu"},
         "fit": fit,
         "short": {r: v for r, v in short.items() if v} if not room.note else {},
         "note": room.note,
+        # Requested resources the node has none of: it can never hold a member.
+        "lacks": sorted(r for r, v in request.items() if v > 0 and alloc.get(r, 0) <= 0),
     }
+    if level:
+        row["domain"] = (room.node["metadata"].get("labels") or {}).get(level)
+    return row
 
 
 def _domain_row(
@@ -174,27 +195,58 @@ def _domain_row(
     }
 
 
-def capacity(state: ClusterState, ask: Ask) -> dict[str, Any]:
-    """Per node (or per domain of the gang's required topology level): how many more
-    members fit by resources on the nodes its filters allow, and what is short for
-    the members needed."""
+def capacity(state: ClusterState, ask: Ask, *, unlabelled: bool = False) -> dict[str, Any]:
+    """Per node (and per domain of the gang's required topology level, or the whole
+    cluster): how many more members fit by resources on the nodes its filters allow,
+    and what is short for the members needed. Closest first: domains by members that
+    fit, then by what is short; nodes by their domain's rank, then excluded last, then
+    by members that fit and what is short for one. Nodes without the level's label
+    are in no domain (a gang that needs one cannot use them): counted in
+    ``unlabelled``, and listed as a domain of their own only with ``unlabelled``."""
     rooms = node_free(state, ask.pod)
-    rows = [_node_row(name, room, ask.request) for name, room in sorted(rooms.items())]
-    domains: dict[str, list[str]] = {}
-    if ask.level:
-        for name, room in sorted(rooms.items()):
-            value = (room.node["metadata"].get("labels") or {}).get(ask.level, "")
-            domains.setdefault(f"{ask.level}={value or '(no label)'}", []).append(name)
-    else:
-        domains = {"cluster": sorted(rooms)}
+    rows = [_node_row(name, room, ask.request, ask.level) for name, room in rooms.items()]
     fit_of = {row["node"]: int(row["fit"]) for row in rows}
+    domains: dict[str, list[str]] = {}
+    outside: list[str] = []
+    if ask.level:
+        for name, room in rooms.items():
+            value = (room.node["metadata"].get("labels") or {}).get(ask.level)
+            if value is None:
+                outside.append(name)
+            else:
+                domains.setdefault(f"{ask.level}={value}", []).append(name)
+        if unlabelled and outside:
+            domains[f"{ask.level}=(no label)"] = outside
+    else:
+        domains = {"cluster": list(rooms)}
+    domain_rows = [
+        _domain_row(domain, sorted(names, key=natural_key), rooms, fit_of, ask)
+        for domain, names in domains.items()
+    ]
+    pseudo = f"{ask.level}=(no label)"
+    domain_rows.sort(
+        key=lambda d: (
+            d["domain"] == pseudo,
+            -d["fit"],
+            _shortness(d["short"], ask.request),
+            natural_key(d["domain"]),
+        )
+    )
+    rank = {d["domain"].partition("=")[2]: i for i, d in enumerate(domain_rows)}
+    rows.sort(
+        key=lambda r: (
+            rank.get(r.get("domain") or "", len(rank)) if ask.level else 0,
+            bool(r["note"] or r["lacks"]),
+            -r["fit"],
+            _shortness(r["short"], ask.request),
+            natural_key(r["node"]),
+        )
+    )
     return {
         "request": ask.request,
         "needed": ask.needed,
         "nodes": rows,
         "level": ask.level,
-        "domains": [
-            _domain_row(domain, names, rooms, fit_of, ask)
-            for domain, names in sorted(domains.items())
-        ],
+        "domains": domain_rows,
+        "unlabelled": len(outside),
     }

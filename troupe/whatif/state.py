@@ -152,9 +152,11 @@ class ClusterState:
 
     # --- what-if copies -------------------------------------------------------------
 
-    def with_clones(self, node_name: str, count: int) -> tuple[ClusterState, list[str]]:
+    def with_clones(
+        self, node_name: str, count: int, labels: dict[str, str] | None = None
+    ) -> tuple[ClusterState, list[str]]:
         """A copy with ``count`` more nodes like ``node_name`` (same labels, taints and
-        allocatable; their own names)."""
+        allocatable; their own names), with ``labels`` set on them besides."""
         state = self.copy()
         nodes = state.snapshot.resources.setdefault("nodes", [])
         model = next(n for n in nodes if n["metadata"]["name"] == node_name)
@@ -168,9 +170,10 @@ class ClusterState:
                 continue
             clone = copy.deepcopy(model)
             clone["metadata"]["name"] = name
-            labels = clone["metadata"].setdefault("labels", {})
-            if "kubernetes.io/hostname" in labels:
-                labels["kubernetes.io/hostname"] = name
+            own = clone["metadata"].setdefault("labels", {})
+            own.update(labels or {})
+            if "kubernetes.io/hostname" in own:
+                own["kubernetes.io/hostname"] = name
             nodes.append(clone)
             names.append(name)
         return state, names

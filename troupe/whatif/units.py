@@ -53,10 +53,15 @@ def binary(amount: int) -> str:
     return f"{sign}{magnitude}"
 
 
+def number_text(resource: str, amount: int) -> str:
+    """An amount of ``resource`` without its name: ``187.9``, ``18.5Ti``, ``8``."""
+    if resource == "cpu":
+        return cores(amount)
+    if is_bytes(resource):
+        return binary(amount)
+    return str(amount)
+
+
 def amount_text(resource: str, amount: int) -> str:
     """One amount with its resource: ``187.9 cpu``, ``18.5Ti memory``, ``8 nvidia.com/gpu``."""
-    if resource == "cpu":
-        return f"{cores(amount)} cpu"
-    if is_bytes(resource):
-        return f"{binary(amount)} {resource}"
-    return f"{amount} {resource}"
+    return f"{number_text(resource, amount)} {resource}"
