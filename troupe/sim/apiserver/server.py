@@ -3,7 +3,8 @@
 An aiohttp application with one catch-all route: the path is parsed the way
 ``RequestInfoFactory`` does (``/api/v1/...``, ``/apis/<g>/<v>/...``, optional
 ``namespaces/<ns>``, resource, name, subresource) and dispatched to the verb handlers,
-the watch streamer, discovery, ``/version``, health and OpenAPI endpoints. Faults are
+the watch streamer, discovery, ``/version``, health and OpenAPI endpoints, and the
+pods' ``proxy`` subresource (``endpoints/proxy.py``). Faults are
 applied before any handler runs. Users (``troupe sim``), integration tests and
 benchmarks start one and talk to it with kubernetes-asyncio or kubectl; in-process code
 uses ``ApiServer.store`` directly.
@@ -22,7 +23,7 @@ from aiohttp import web
 
 from troupe.api.clock import Clock
 from troupe.sim.apiserver.auth.authenticator import Authenticator, TokenUsers
-from troupe.sim.apiserver.endpoints import discovery, handlers, openapi
+from troupe.sim.apiserver.endpoints import discovery, handlers, openapi, proxy
 from troupe.sim.apiserver.endpoints.request import ResourceRequest, json_response, selectors
 from troupe.sim.apiserver.endpoints.reviews import Reviews
 from troupe.sim.apiserver.endpoints.watch import TRUE_VALUES, WatchStreams, serve_watch
@@ -202,6 +203,12 @@ class ApiServer:
             return web.Response(text="ok", content_type="text/plain")
         if head == "version":
             return json_response(discovery.version_info(self.store.registry))
+        pod_proxy = proxy.proxied(parts)
+        if pod_proxy is not None:
+            namespace, target = pod_proxy
+            marker = f"/pods/{target}/proxy"
+            tail = request.path[request.path.index(marker) + len(marker) :]
+            return await proxy.proxy_to_pod(request, self.store, namespace, target, tail)
         registry = self.store.registry
         if head == "openapi" and len(parts) > 1 and parts[1] == "v3":
             doc = (
