@@ -104,8 +104,8 @@ class SimCluster:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
-        return self.server.write_kubeconfig(path)
+    def write_kubeconfig(self, path: str | Path, *, token: str = "") -> Path:
+        return self.server.write_kubeconfig(path, token=token)
 
     def add_nodes(self, spec: NodeSpec) -> list[str]:
         """Create ``spec.count`` more nodes (numbering continues per name prefix)."""

@@ -119,10 +119,11 @@ class ApiServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
+    def write_kubeconfig(self, path: str | Path, *, token: str = "") -> Path:
+        """A kubeconfig for this server, with ``token`` as the user's bearer token."""
         if not self.url:
             raise RuntimeError("start the server before writing a kubeconfig")
-        return write_kubeconfig(path, self.url)
+        return write_kubeconfig(path, self.url, token=token)
 
     # --- dispatch ----------------------------------------------------------------------
 

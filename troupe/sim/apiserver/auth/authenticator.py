@@ -85,6 +85,10 @@ class TokenUsers:
         """From (token, user, uid, groups) rows, for tests."""
         return cls({t: UserInfo(n, u, tuple(g)) for t, n, u, g in rows})
 
+    def with_user(self, token: str, user: UserInfo) -> TokenUsers:
+        """These users and one more."""
+        return TokenUsers({**self._users, token: user})
+
     def get(self, token: str) -> UserInfo | None:
         return self._users.get(token)
 
