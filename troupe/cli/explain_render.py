@@ -11,6 +11,7 @@ from typing import Any, Final
 from troupe.whatif.buy import noun
 from troupe.whatif.diagnosis import Diagnosis, Member
 from troupe.whatif.fit import fmt_vector
+from troupe.whatif.held import Held
 from troupe.whatif.state import Target
 
 DOMAINS_SHOWN: Final = 6  # domains listed, closest first (--all: every one)
@@ -20,12 +21,16 @@ NODES_SHOWN: Final = 12  # nodes listed, closest first (--all: every one)
 @dataclass
 class ExplainReport:
     target: Target
-    source: str  # "scheduler" or "offline"
+    source: str  # "scheduler", "offline", or "held" (before any attempt)
     diagnosis: Diagnosis | None = None
     would_bind: dict[str, str] | None = None  # offline, bound: pod -> node
     capacity: dict[str, Any] | None = None
     fixes: list[dict[str, Any]] | None = None  # None: not looked for
     show_all: bool = False  # list every domain and node (--all)
+    held: Held | None = None  # why it is not attempted at all
+    fallback: str = ""  # why the scheduler was not asked after all (offline then)
+    fallback_why: str = ""  # the same in a few words, for the header
+    asked: str = ""  # the scheduler that answered
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -33,6 +38,18 @@ class ExplainReport:
             "source": self.source,
             "diagnosis": self.diagnosis.to_json() if self.diagnosis is not None else None,
         }
+        if self.held is not None:
+            h = self.held
+            out["held"] = {
+                "message": h.message,
+                "readFrom": h.source,
+                "pods": list(h.pods),
+                "hint": h.hint,
+            }
+        if self.fallback:
+            out["fallback"] = self.fallback
+        if self.asked:
+            out["scheduler"] = self.asked
         if self.would_bind is not None:
             out["wouldBind"] = self.would_bind
         if self.capacity is not None:
@@ -62,7 +79,12 @@ def _rejections(member: Member) -> str:
 
 def render(report: ExplainReport) -> str:
     t = report.target
-    out = [f"{t.kind} {t.display} (diagnosis: {report.source})"]
+    if report.held is not None:
+        return _held(report, report.held)
+    source = report.source
+    if report.fallback:
+        source += f", because {report.fallback_why or 'the scheduler was not asked'}"
+    out = [f"{t.kind} {t.display} (diagnosis: {source})"]
     d = report.diagnosis
     if d is None:
         return "\n".join([*out, _nothing_recorded(report)])
@@ -76,6 +98,21 @@ def render(report: ExplainReport) -> str:
     out += _preemption(d)
     if report.fixes is not None:
         out += _fixes(report.fixes)
+    return "\n".join(out)
+
+
+def _held(report: ExplainReport, held: Held) -> str:
+    t = report.target
+    count = len(held.pods)
+    out = [
+        f"{t.kind} {t.display} (held before any attempt; read from the {held.source})",
+        f"  {held.message}",
+        "",
+        f"  The scheduler does not try {'its ' + str(count) + ' pods' if count > 1 else 'it'} "
+        "until this changes: there is no attempt to diagnose.",
+    ]
+    if held.hint:
+        out.append(f"  To release it: {held.hint}.")
     return "\n".join(out)
 
 

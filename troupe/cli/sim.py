@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import secrets
 import signal
 import sys
 import tempfile
@@ -27,15 +28,18 @@ from pathlib import Path
 from troupe.api.config import ConfigError, ResolvedConfig
 from troupe.cli.profile import load_profile
 from troupe.cli.render import ProgressBar, render_summary
+from troupe.kube.debug_auth import DelegatedAuth, ReviewServer
 from troupe.kube.health import HealthServer
+from troupe.kube.transport import USER_AGENT
 from troupe.scheduler.service.daemon import Connection, SchedulerDaemon
 from troupe.scheduler.service.logs import configure_logging
 from troupe.sim import report
-from troupe.sim.apiserver.auth.authenticator import TokenFileError, TokenUsers
+from troupe.sim.apiserver.auth.authenticator import MASTERS, TokenFileError, TokenUsers, UserInfo
 from troupe.sim.cluster import SimCluster
 from troupe.sim.nodespec import NodeSpec
 from troupe.sim.runner import ScenarioRunner, node_spec
 from troupe.sim.scenario import DEFAULT_SCENARIO, ScenarioError, load_scenario
+from troupe.sim.scheduler_pod import RENEW_SECONDS, SchedulerPod
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,6 +77,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     # main() reports misused flags through the parser, as argparse reports its own.
     p.set_defaults(sim_parser=p)
+
+
+ADMIN_NAME = "troupe-sim-admin"
+"""The user of the kubeconfig ``--serve`` writes (group ``system:masters``)."""
 
 
 def main(args: argparse.Namespace) -> int:
@@ -176,10 +184,16 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with SimCluster(nodes, port=args.port, token_users=token_users) as cluster:
+    # The kubeconfig's user: an administrator the API server authenticates by token, so
+    # the scheduler's delegated debug endpoint can review the same credentials.
+    admin_token = secrets.token_urlsafe(24)
+    users = (token_users or TokenUsers({})).with_user(
+        admin_token, UserInfo(ADMIN_NAME, "troupe-sim-admin", (MASTERS,))
+    )
+    async with SimCluster(nodes, port=args.port, token_users=users) as cluster:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(args.kubeconfig_out) if args.kubeconfig_out else Path(tmp) / "kubeconfig"
-            cluster.write_kubeconfig(out)
+            cluster.write_kubeconfig(out, token=admin_token)
             if args.no_scheduler:
                 print(
                     f"troupe sim: serving {cluster.url} with {count} nodes and no scheduler; "
@@ -190,40 +204,77 @@ async def _serve(
                 await stop.wait()
                 print("troupe sim: stopped", file=sys.stderr)
                 return 0
-            daemon = SchedulerDaemon(config, Connection(kubeconfig=str(out)))
-            health: HealthServer | None = None
-            if args.metrics_port is not None:
-                health = HealthServer(
-                    "127.0.0.1",
-                    args.metrics_port,
-                    daemon.metrics_registry,
-                    live=lambda: daemon.healthy,
-                    ready=lambda: daemon.ready,
-                )
-                # Up before the caches sync, so /readyz can be watched turning ready.
-                port = await health.start()
-                print(f"troupe sim: metrics on http://127.0.0.1:{port}/metrics", file=sys.stderr)
-            try:
-                await daemon.start()
-            except BaseException:
-                if health is not None:
-                    await health.stop()
-                raise
-            print(
-                f"troupe sim: serving {cluster.url} with {count} nodes; kubeconfig {out}",
-                file=sys.stderr,
-                flush=True,
-            )
-            waiter = asyncio.ensure_future(daemon.wait())
-            stopper = asyncio.ensure_future(stop.wait())
-            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
-            await daemon.stop(grace=5)
-            if health is not None:
-                await health.stop()
-            failure = _loop_failure(waiter)
+            return await _serve_scheduler(args, config, cluster, out, count, stop)
+
+
+async def _serve_scheduler(
+    args: argparse.Namespace,
+    config: ResolvedConfig,
+    cluster: SimCluster,
+    kubeconfig: Path,
+    count: int,
+    stop: asyncio.Event,
+) -> int:
+    daemon = SchedulerDaemon(config, Connection(kubeconfig=str(kubeconfig)))
+    # The scheduler's endpoints, /debug/troupe/explain with delegated authentication
+    # (docs/explain.md), published as a pod holding the leader Lease so that
+    # ``troupe explain`` finds it as it would in a cluster.
+    auth = await DelegatedAuth.connect(
+        ReviewServer(str(kubeconfig)), ReviewServer(str(kubeconfig)), user_agent=USER_AGENT
+    )
+    health = HealthServer(
+        "127.0.0.1",
+        args.metrics_port if args.metrics_port is not None else 0,
+        daemon.metrics_registry,
+        live=lambda: daemon.healthy,
+        ready=lambda: daemon.ready,
+        explain=daemon.explain,
+        debug_auth=auth,
+    )
+    election = config.leader_election
+    published = SchedulerPod(
+        cluster.store,
+        namespace=election.resource_namespace,
+        lease=election.resource_name,
+        port=0,
+    )
+    renewing: asyncio.Task[None] | None = None
+    try:
+        # Up before the caches sync, so /readyz can be watched turning ready.
+        port = await health.start()
+        print(
+            f"troupe sim: metrics on http://127.0.0.1:{port}/metrics (and /debug/troupe/explain)",
+            file=sys.stderr,
+        )
+        published.port = port
+        published.publish()
+        renewing = asyncio.ensure_future(_renew(published))
+        await daemon.start()
+        print(
+            f"troupe sim: serving {cluster.url} with {count} nodes; kubeconfig {kubeconfig}",
+            file=sys.stderr,
+            flush=True,
+        )
+        waiter = asyncio.ensure_future(daemon.wait())
+        stopper = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        await daemon.stop(grace=5)
+        failure = _loop_failure(waiter)
+    finally:
+        if renewing is not None:
+            renewing.cancel()
+        published.withdraw()
+        await health.stop()
+        await auth.close()
     if failure is not None:
         print(f"troupe sim: the scheduling loop failed: {failure!r}", file=sys.stderr)
         return 1
     print("troupe sim: stopped", file=sys.stderr)
     return 0
+
+
+async def _renew(published: SchedulerPod) -> None:
+    while True:
+        await asyncio.sleep(RENEW_SECONDS)
+        published.renew()

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
+import yaml
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
@@ -32,6 +33,7 @@ from troupe.kube.errors import KubeConnectionError
 from troupe.kube.transport import USER_AGENT, HttpTransport, Timeouts
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 # Connections beyond the binding concurrency: three watches, lists, events, status patches.
 EXTRA_CONNECTIONS = 16
 
@@ -44,6 +46,32 @@ def kubeconfig_paths(explicit: str | None) -> list[str]:
     if env:
         return [os.path.expanduser(p) for p in env.split(os.pathsep) if p]
     return [str(Path.home() / ".kube" / "config")]
+
+
+def default_namespace(kubeconfig: str | None, context: str | None, in_cluster: bool) -> str:
+    """The namespace a command uses when none is named, as kubectl picks it: the
+    context's ``namespace`` (``context``, else the ``current-context`` of the first
+    kubeconfig file that sets one), the service account's namespace in a pod, else
+    ``default``."""
+    if in_cluster:
+        try:
+            return Path(SERVICE_ACCOUNT_NAMESPACE).read_text().strip() or "default"
+        except OSError:
+            return "default"
+    docs = []
+    for path in kubeconfig_paths(kubeconfig):
+        try:
+            loaded = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(loaded, dict):
+            docs.append(loaded)
+    name = context or next((d["current-context"] for d in docs if d.get("current-context")), "")
+    for doc in docs:
+        for entry in doc.get("contexts") or []:
+            if isinstance(entry, dict) and entry.get("name") == name:
+                return str((entry.get("context") or {}).get("namespace") or "default")
+    return "default"
 
 
 async def connect(

@@ -41,6 +41,12 @@ SHUTDOWN_TIMEOUT = 2.0
 """Seconds a request in progress gets to finish when the server stops."""
 
 EXPLAIN_PATH = "/debug/troupe/explain"
+FORWARDED_AUTHORIZATION = "X-Troupe-Authorization"
+"""The caller's ``Authorization`` again, for requests that reach the scheduler through
+the API server's pod proxy: the API server consumes the header itself (upstream's
+authentication filter removes it before proxying), so ``troupe explain`` sends the
+kubeconfig's bearer token a second time here. It is checked exactly as the
+``Authorization`` header is; ``Authorization`` wins when both are present."""
 
 Explain = Callable[[str, str, str, str], "dict[str, Any] | None"]
 """(kind "pod" or "podgroup", namespace, name, sub) -> the last diagnosis, or None."""
@@ -63,7 +69,9 @@ class HealthServer:
     ) -> None:
         """``explain`` with ``debug_auth``: serve ``/debug/troupe/explain`` to the
         callers it lets through (``debug_auth.py``: a shared token, or delegated to the
-        API server's TokenReview and SubjectAccessReview; docs/explain.md);
+        API server's TokenReview and SubjectAccessReview; docs/explain.md), their
+        bearer token in ``Authorization`` or, through the API server's pod proxy, in
+        ``X-Troupe-Authorization``;
         ``debug_token`` is short for ``debug_auth=StaticToken(debug_token)``. Without
         either the path is not served at all. ``/metrics`` and the probes are open.
         ``limits``: timeouts, the connection limit (at most a quarter of the file
@@ -149,7 +157,9 @@ class HealthServer:
 
     async def _explain_handler(self, request: web.Request) -> web.Response:
         assert self._auth is not None
-        header = request.headers.get("Authorization", "")
+        header = request.headers.get("Authorization", "") or request.headers.get(
+            FORWARDED_AUTHORIZATION, ""
+        )
         refused = await self._auth.check(header, "get", EXPLAIN_PATH)
         if refused is not None:
             return web.Response(status=refused.status, text=refused.message + "\n")
