@@ -3,7 +3,9 @@ against ``troupe sim --serve`` (a process of its own, driven with the real kubec
 the scheduler that serves is found by its leader Lease and asked through the API
 server's pod proxy with the kubeconfig's own token, which its delegated debug endpoint
 reviews; a gang held back is told at once; without a token, or without a scheduler,
-one line says why and the diagnosis is recomputed offline."""
+one line says why and the diagnosis is recomputed offline. ``kubectl troupe`` (the
+``kubectl-troupe`` plugin, found by kubectl on PATH) does the same with kubectl's
+``-n``, ``--kubeconfig`` and ``--context``."""
 
 from __future__ import annotations
 
@@ -69,6 +71,23 @@ def test_the_scheduler_is_found_by_its_lease_and_asked_with_the_kubeconfigs_toke
         "pod kube-system/troupe-scheduler-sim, holder of the Lease kube-system/troupe-scheduler"
     )
     assert report["diagnosis"]["quorum"]["minCount"] == 8
+
+
+def test_kubectl_troupe_explain_in_a_namespace(served: Served) -> None:
+    done = run(served, "kubectl", "troupe", "explain", "podgroup", "pretrain-70b", "-n", "ml")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("podgroup ml/pretrain-70b (diagnosis: scheduler), ")
+    assert "- add 4 more nodes like gpu-8 in rack r2  (checked: binds" in done.stdout
+    # kubectl's --kubeconfig and --context, after the plugin's name.
+    context = kubectl(served, "config", "current-context").strip()
+    done = run(
+        served, "kubectl", "troupe", "explain", "podgroup", "ml/pretrain-70b", "--no-fixes",
+        "--kubeconfig", str(served.kubeconfig), "--context", context,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "(diagnosis: scheduler)" in done.stdout
+    done = run(served, "kubectl", "troupe", "explain", "podgroup", "x", "--context", "nope")
+    assert done.returncode == 1 and "nope" in done.stderr
 
 
 def test_a_gang_with_fewer_pods_than_its_quorum_is_told_at_once(served: Served) -> None:

@@ -15,6 +15,7 @@ import importlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import NoReturn, Protocol, cast
 
 from troupe import __version__
@@ -71,7 +72,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv).parse_args(argv)
+    return dispatch(build_parser(argv).parse_args(argv))
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the command ``args.command`` names (``troupe`` and ``kubectl troupe``)."""
     if args.command == "version":
         print(f"troupe {__version__}")
         return 0
@@ -82,15 +87,20 @@ def main(argv: list[str] | None = None) -> int:
     return command_module(args.command).main(args)
 
 
-def entry() -> NoReturn:
+def entry(main: Callable[[], int] = main) -> NoReturn:
     """The ``troupe`` console command and ``python -m troupe``: ``main``, then exit at
     once. Everything was stopped and flushed by then; what is left is the
     interpreter freeing every object one by one, which took seconds after a large
     run (9 s after 10,000 pods in ``troupe sim --serve``) and kept a stopping
-    scheduler's pod Terminating for nothing."""
-    code = main()
-    logging.shutdown()
-    sys.stdout.flush()
+    scheduler's pod Terminating for nothing. Output cut short by its reader (``troupe
+    explain ... | head``) ends the command quietly, as a shell tool ends on SIGPIPE."""
+    try:
+        code = main()
+        logging.shutdown()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141  # 128 + SIGPIPE, what a shell reports for a command a pipe closed on
     sys.stderr.flush()
     os._exit(code)
 
