@@ -108,3 +108,12 @@ async def test_all_lists_every_node_and_the_unlabelled_nodes_as_asked(tmp_path: 
     assert "example.com/rack=(no label): 0 of 8 fit" in text
     assert "more nodes" not in text
     assert all(f"  cpu-{i} " in text for i in range(20))
+
+
+def test_the_docs_example_is_this_cluster() -> None:
+    """docs/explain.md shows this cluster (docs/examples/gpu-cluster.yaml): the same
+    objects, so what the page shows is what these tests check."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "examples" / "gpu-cluster.yaml").read_text()
+    shown = [doc for doc in yaml.safe_load_all(text) if doc]
+    assert shown == cluster_objects() + rack_gang("pretrain-70b", 8, 8) + rack_gang("six", 8, 6)

@@ -253,7 +253,7 @@ def _fixes(fixes: list[dict[str, Any]]) -> list[str]:
     out = ["", "FIXES (each checked by running the scheduler on a modified copy of the cluster)"]
     if not fixes:
         out.append(
-            "  none found among: more nodes like the best one, a lower minCount, "
+            "  none found among: more nodes of one shape in one domain, a lower minCount, "
             "running pods moved out of one node or domain"
         )
     for fix in fixes:
