@@ -7,8 +7,10 @@ asks ``/debug/troupe/explain`` through the API server's pod proxy
 (``troupe.kube.debug``). The embedded cluster's scheduler runs in the ``troupe sim``
 process, with leader election off; ``SchedulerPod`` publishes it the same way so the
 same client path works against it: a pod ``troupe-scheduler-sim`` in the Lease's
-namespace (unbound, marked as a mirror pod, ``Running`` with ``podIP`` 127.0.0.1 and
-the endpoint's port as its ``metrics`` port; nothing schedules it), and the Lease
+namespace, ``Running`` with ``podIP`` 127.0.0.1 and the endpoint's port as its
+``metrics`` port, marked as a mirror pod and bound to ``troupe-sim-host`` — the host
+the process runs on, which is no Node — so that nothing schedules it, no kubelet runs
+it, and it is not one of the pending pods clients wait for; and the Lease
 (``leaderElection.resourceNamespace``/``resourceName`` of the profile) held by
 ``troupe-scheduler-sim_<uuid>``, renewed by ``renew`` as a leader renews it. Written
 through the store (in process), withdrawn on ``withdraw``. Called by
@@ -24,6 +26,7 @@ from typing import Any, Final
 from troupe.sim.apiserver.store import Store
 
 POD_NAME: Final = "troupe-scheduler-sim"
+HOST: Final = "troupe-sim-host"  # the pod's spec.nodeName: no Node of that name exists
 LEASE_SECONDS: Final = 15
 RENEW_SECONDS: Final = 5.0
 MIRROR: Final = "kubernetes.io/config.mirror"
@@ -55,6 +58,7 @@ class SchedulerPod:
                 "annotations": {MIRROR: "troupe-sim"},
             },
             "spec": {
+                "nodeName": HOST,
                 "containers": [
                     {
                         "name": "troupe",
