@@ -28,6 +28,7 @@ from typing import Any, Final
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
+from troupe.api.client import ApiError
 from troupe.kube.connection import connect
 from troupe.kube.errors import KubeConnectionError
 from troupe.kube.health import DEFAULT_PORT, EXPLAIN_PATH, FORWARDED_AUTHORIZATION
@@ -100,7 +101,7 @@ async def _get_json(api: ApiClient, path: str, what: str) -> dict[str, Any] | No
     transport = HttpTransport(api, Timeouts(connect=5.0, total=15.0))
     try:
         resp = await transport.request("GET", path)
-    except Exception as exc:  # ApiError: no reply at all
+    except ApiError as exc:  # no reply at all
         raise DebugEndpointError(0, f"cannot read {what}: {exc}") from exc
     if resp.status == 404:
         return None
@@ -203,11 +204,28 @@ async def fetch_explanation_via(
             body = await resp.text()
             if resp.status == 503:
                 raise DebugEndpointError(0, f"cannot reach {where}: {_message(body)}")
+            refused = _api_server_status(body)
+            if resp.status in (401, 403) and refused:
+                # The API server's own refusal (a Status): the scheduler was not reached.
+                raise DebugEndpointError(
+                    0, f"the API server refused the proxy to {where}: {resp.status} {refused}"
+                )
             if resp.status == 401 and not forwarded:
                 raise DebugEndpointError(401, f"{where}: 401 {NO_BEARER}")
             return _answer(resp.status, body, where)
     except aiohttp.ClientError as exc:
         raise DebugEndpointError(0, f"cannot reach {where}: {exc}") from exc
+
+
+def _api_server_status(body: str) -> str:
+    """The message of a Kubernetes ``Status`` in ``body``, or "" when it is not one."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return ""
+    if isinstance(doc, dict) and doc.get("kind") == "Status":
+        return str(doc.get("message") or doc.get("reason") or "")
+    return ""
 
 
 def _message(body: str) -> str:
