@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from troupe.sim.apiserver import ApiServer
-from troupe.sim.apiserver.authn import TokenUsers
+from troupe.sim.apiserver.auth.authenticator import TokenUsers
 
 from tests.sim.conftest import Http, kubectl, pod
 

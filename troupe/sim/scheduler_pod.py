@@ -23,7 +23,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from troupe.sim.apiserver.store import Store
+from troupe.sim.apiserver.storage.store import Store
 
 POD_NAME: Final = "troupe-scheduler-sim"
 HOST: Final = "troupe-sim-host"  # the pod's spec.nodeName: no Node of that name exists
