@@ -70,8 +70,11 @@ def scenarios() -> dict[str, list[Command]]:
 
 
 def normal(text: str) -> str:
+    """A line as compared: ages read ``Ns``, a column's padding (which follows its
+    widest cell, an age of ``0s`` or ``12s``) two spaces."""
     text = re.sub(r"\b\d+(\.\d+)?s\b", "Ns", text)
-    return re.sub(r"fits \(on [^)]+\)", "fits (on N)", text).rstrip()
+    text = re.sub(r"fits \(on [^)]+\)", "fits (on N)", text)
+    return re.sub(r" {2,}", "  ", text).rstrip()
 
 
 def settled(served: Served) -> bool:
